@@ -1,0 +1,3 @@
+from agentcfg.entry import main
+
+raise SystemExit(main())

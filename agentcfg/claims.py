@@ -1,0 +1,224 @@
+"""Claims: which session works which roadmap, with its own budget, and where its run lives."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentcfg import state
+from agentcfg.errors import ClaimError, RoadmapError
+from agentcfg.ladder import RunState
+from agentcfg.workspace import Workspace, normalise_slug
+
+PEER_WINDOW = 4 * 3600.0
+SESSION_ENV = (
+    "AGENTCFG_SESSION_ID",
+    "CLAUDE_CODE_SESSION_ID",
+    "CODEX_SESSION_ID",
+    "GEMINI_SESSION_ID",
+)
+
+
+def session_key(session_id: str) -> str:
+    return hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def resolve_session(explicit: str | None, env: Mapping[str, str]) -> str:
+    """--session, else the first session variable set; ClaimError when there is none."""
+    for candidate in (explicit, *(env.get(name) for name in SESSION_ENV)):
+        if candidate:
+            return candidate
+    raise ClaimError(
+        "no session id: pass --session or set one of " + ", ".join(f"${n}" for n in SESSION_ENV)
+    )
+
+
+@dataclass(frozen=True)
+class Claim:
+    slug: str
+    session_id: str
+    claimed_at: float
+    max_iterations: int | None = None
+    wall_clock: float | None = None
+
+    @property
+    def key(self) -> str:
+        return session_key(self.session_id)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "slug": self.slug,
+            "session_id": self.session_id,
+            "claimed_at": state.iso(self.claimed_at),
+        }
+        if self.max_iterations is not None:
+            data["max_iterations"] = self.max_iterations
+        if self.wall_clock is not None:
+            data["wall_clock"] = self.wall_clock
+        return data
+
+
+def claim_from_json(data: dict[str, Any]) -> Claim | None:
+    slug, session, at = (
+        data.get("slug"),
+        data.get("session_id"),
+        state.parse_iso(data.get("claimed_at")),
+    )
+    max_iterations, wall_clock = data.get("max_iterations"), data.get("wall_clock")
+    if not (isinstance(slug, str) and isinstance(session, str) and session and at is not None):
+        return None
+    if max_iterations is not None and not (type(max_iterations) is int and max_iterations > 0):
+        return None
+    if wall_clock is not None and not (isinstance(wall_clock, (int, float)) and wall_clock > 0):
+        return None
+    return Claim(
+        slug, session, at, max_iterations, None if wall_clock is None else float(wall_clock)
+    )
+
+
+def claims_dir(ws: Workspace) -> Path:
+    return ws.state / "claims"
+
+
+def claim_path(ws: Workspace, key: str) -> Path:
+    return claims_dir(ws) / f"{key}.json"
+
+
+def run_path(ws: Workspace, key: str, slug: str) -> Path:
+    return ws.state / "runs" / f"{key}-{slug}.json"
+
+
+def read_claim(ws: Workspace, key: str) -> Claim | None:
+    data = state.read_json(claim_path(ws, key))
+    found = claim_from_json(data) if data is not None else None
+    return found if found is not None and found.key == key else None
+
+
+def all_claims(ws: Workspace) -> list[Claim]:
+    try:
+        paths = sorted(claims_dir(ws).glob("*.json"))
+    except OSError:
+        return []
+    found = (read_claim(ws, p.stem) for p in paths)
+    return sorted((c for c in found if c is not None), key=lambda c: (c.slug, c.claimed_at))
+
+
+def is_stale(ws: Workspace, claim: Claim) -> bool:
+    try:
+        ws.roadmap_path(claim.slug)
+    except RoadmapError:
+        return True
+    return False
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    claim: Claim
+    replaced: Claim | None  # this session's earlier claim
+    displaced: tuple[Claim, ...]  # peers' claims taken over with --force
+
+
+def claim(
+    ws: Workspace,
+    session_id: str,
+    slug: str,
+    *,
+    now: float,
+    force: bool = False,
+    max_iterations: int | None = None,
+    wall_clock: float | None = None,
+) -> ClaimResult:
+    """Bind a session to a roadmap and start a fresh run; refuse a peer's live claim."""
+    slug = normalise_slug(slug)
+    ws.roadmap_path(slug)  # the roadmap must exist
+    new = Claim(slug, session_id, now, max_iterations, wall_clock)
+    with state.locked(claims_dir(ws) / ".lock"):
+        peers = [
+            c
+            for c in all_claims(ws)
+            if c.slug == slug and c.session_id != session_id and now - c.claimed_at < PEER_WINDOW
+        ]
+        if peers and not force:
+            age = _age(now - peers[0].claimed_at)
+            raise ClaimError(
+                f"roadmap `{slug}` is claimed by session {peers[0].session_id} ({age} ago); "
+                "pass --force to take it over"
+            )
+        replaced = read_claim(ws, new.key)
+        for peer in peers:
+            _drop(ws, peer)
+        if replaced is not None and replaced.slug != slug:
+            state.remove(run_path(ws, new.key, replaced.slug))
+        run = run_path(ws, new.key, slug)
+        with state.locked(run.with_suffix(".lock")):
+            state.write_json(run, RunState.fresh(now).to_json())
+        state.write_json(claim_path(ws, new.key), new.to_json())
+    return ClaimResult(new, replaced, tuple(peers))
+
+
+def release(ws: Workspace, session_id: str) -> Claim | None:
+    """Remove this session's claim and its run state; the claim that was removed, if any."""
+    key = session_key(session_id)
+    with state.locked(claims_dir(ws) / ".lock"):
+        found = read_claim(ws, key)
+        if found is not None:
+            _drop(ws, found)
+        else:
+            state.remove(claim_path(ws, key))
+    return found
+
+
+def _drop(ws: Workspace, claim: Claim) -> None:
+    state.remove(claim_path(ws, claim.key))
+    state.remove(run_path(ws, claim.key, claim.slug))
+
+
+def _age(seconds: float) -> str:
+    from agentcfg.config import format_duration
+
+    return format_duration(seconds)
+
+
+def read_run(ws: Workspace, claim: Claim) -> RunState | None:
+    data = state.read_json(run_path(ws, claim.key, claim.slug))
+    return RunState.from_json(data) if data is not None else None
+
+
+def describe(ws: Workspace, claim: Claim, now: float) -> dict[str, Any]:
+    """A claim as `sessions list/show --json` give it: age, staleness, progress, run state."""
+    from agentcfg import roadmaps
+
+    row: dict[str, Any] = {
+        "session": claim.session_id,
+        "slug": claim.slug,
+        "claimed_at": state.iso(claim.claimed_at),
+        "age_seconds": max(0, int(now - claim.claimed_at)),
+        "stale": is_stale(ws, claim),
+        "mode": None,
+        "progress": None,
+        "run": None,
+    }
+    if not row["stale"]:
+        try:
+            parsed = roadmaps.load(ws, claim.slug)
+            status = roadmaps.status(claim.slug, parsed)
+            row["mode"] = status["mode"]
+            row["progress"] = {
+                k: status[k] for k in ("open", "blocked", "done", "deferred", "cancelled")
+            }
+            row["next"] = status["next"]
+        except RoadmapError as exc:
+            row["error"] = str(exc)
+    run = read_run(ws, claim)
+    if run is not None:
+        row["run"] = {
+            "iterations": run.iterations,
+            "max_iterations": claim.max_iterations,
+            "wall_clock": claim.wall_clock,
+            "halted": run.halted,
+            "started_at": state.iso(run.started_at),
+        }
+    return row

@@ -1,0 +1,37 @@
+"""The `agentcfg` command group; each subcommand lives in agentcfg/commands/."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from agentcfg import __version__
+from agentcfg.errors import AgentcfgError
+
+
+class Group(click.Group):
+    """Turns every AgentcfgError into one line on stderr and its exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except AgentcfgError as exc:
+            click.echo(f"agentcfg: error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+
+
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="agentcfg")
+def cli() -> None:
+    """Keep an AI coding agent working on the roadmap it claimed, until the work is done."""
+
+
+def _register() -> None:
+    from agentcfg.commands import hook, roadmap, sessions
+
+    for group in (roadmap.roadmap, sessions.sessions, hook.hook):
+        cli.add_command(group)
+
+
+_register()

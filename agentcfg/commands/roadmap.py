@@ -1,0 +1,125 @@
+"""`agentcfg roadmap`: list, status, next and lint."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from agentcfg import roadmaps
+from agentcfg.commands import bar, emit_json, json_option, workspace
+from agentcfg.continuation import plural
+from agentcfg.errors import RoadmapError
+from agentcfg.lint import lint
+from agentcfg.workspace import normalise_slug
+
+
+@click.group()
+def roadmap() -> None:
+    """Read the roadmaps under roadmaps/."""
+
+
+@roadmap.command("list")
+@json_option
+def list_command(as_json: bool) -> None:
+    """Every roadmap with its mode and progress."""
+    ws = workspace()
+    rows = roadmaps.summaries(ws)
+    if as_json:
+        emit_json(rows)
+        return
+    if not rows:
+        click.echo(f"no roadmaps in {ws.roadmaps}")
+        return
+    width = max(len(row["slug"]) for row in rows)
+    for row in rows:
+        if "error" in row:
+            click.echo(f"{row['slug']:<{width}}  unreadable: {row['error']}")
+            continue
+        click.echo(f"{row['slug']:<{width}}  {row['mode']:<17}  {_progress(row)}")
+
+
+def _progress(counts: dict[str, Any]) -> str:
+    total = counts["open"] + counts["blocked"] + counts["done"] + counts["deferred"]
+    extra = [f"{counts[k]} {k}" for k in ("blocked", "deferred", "cancelled") if counts[k]]
+    tail = f" ({', '.join(extra)})" if extra else ""
+    return (
+        f"{bar(counts['done'], total)} {counts['done']}/{total} done, {counts['open']} open{tail}"
+    )
+
+
+@roadmap.command("status")
+@click.argument("slug")
+@json_option
+def status_command(slug: str, as_json: bool) -> None:
+    """Per-phase progress, counts and the next step."""
+    slug = normalise_slug(slug)
+    data = roadmaps.status(slug, roadmaps.load(workspace(), slug))
+    if as_json:
+        emit_json(data)
+        return
+    click.echo(f"roadmap `{slug}` ({data['mode']})")
+    phases = data["phases"]
+    width = max((len(p["title"]) for p in phases), default=0)
+    for phase in phases:
+        click.echo(f"  {phase['title'] or 'Steps':<{width}}  {_progress(phase)}")
+    click.echo(f"  {'Total':<{width}}  {_progress(data)}")
+    click.echo(_next_lines(data["next"], data["open"]))
+
+
+def _next_lines(step: dict[str, Any] | None, open_count: int) -> str:
+    if step is None:
+        return "next: nothing open" + ("" if open_count == 0 else " that is not blocked")
+    verify = step["verify"] or "(no verify line)"
+    return f"next: **{step['id']}** {step['text']}\n  verify: {verify}"
+
+
+@roadmap.command("next")
+@click.argument("slug")
+@json_option
+def next_command(slug: str, as_json: bool) -> None:
+    """The next open step and its verify line."""
+    slug = normalise_slug(slug)
+    data = roadmaps.status(slug, roadmaps.load(workspace(), slug))
+    if as_json:
+        emit_json(data["next"])
+        return
+    step = data["next"]
+    if step is None:
+        blocked = data["blocked"]
+        click.echo(
+            f"roadmap `{slug}` has no open step"
+            + (f" ({blocked} blocked-by, waiting on others)" if blocked else ": it is complete")
+        )
+        return
+    click.echo(f"Next step of `{slug}` (line {step['line']}): **{step['id']}** {step['text']}")
+    click.echo(f"  verify: {step['verify']}" if step["verify"] else "  verify: (none given)")
+
+
+@roadmap.command("lint")
+@click.argument("slugs", nargs=-1)
+@json_option
+def lint_command(slugs: tuple[str, ...], as_json: bool) -> None:
+    """Check roadmaps; errors exit 1, warnings exit 0."""
+    ws = workspace()
+    rows: list[dict[str, Any]] = []
+    for slug in slugs or tuple(ws.slugs()):
+        shown = f"roadmaps/{slug.removesuffix('.md')}.md"
+        try:
+            parsed = roadmaps.load(ws, slug)
+        except RoadmapError as exc:
+            rows.append({"file": shown, "line": 0, "level": "error", "message": str(exc)})
+            continue
+        rows.extend(
+            {"file": shown, "line": p.line, "level": p.level, "message": p.message}
+            for p in lint(parsed)
+        )
+    if as_json:
+        emit_json(rows)
+    else:
+        for row in rows:
+            click.echo(f"{row['file']}:{row['line']}: {row['level']}: {row['message']}")
+        errors = sum(1 for row in rows if row["level"] == "error")
+        click.echo(f"{plural(len(rows) - errors, 'warning')}, {plural(errors, 'error')}", err=True)
+    if any(row["level"] == "error" for row in rows):
+        raise SystemExit(1)

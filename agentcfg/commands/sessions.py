@@ -1,0 +1,147 @@
+"""`agentcfg sessions`: claim, release, list and show."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import click
+
+from agentcfg import claims
+from agentcfg.commands import emit_json, json_option, now, workspace
+from agentcfg.config import format_duration, parse_duration
+
+session_option = click.option(
+    "--session", "session", help="Session id (default: from the environment)."
+)
+
+
+@click.group()
+def sessions() -> None:
+    """Bind sessions to roadmaps."""
+
+
+def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    if value is None:
+        return None
+    seconds = parse_duration(value)
+    if seconds is None:
+        raise click.BadParameter(f"{value!r} is not a duration like 90s, 30m, 2h or 1h30m")
+    return seconds
+
+
+@sessions.command("claim")
+@click.argument("slug")
+@click.option("--force", is_flag=True, help="Take the roadmap over from another live session.")
+@session_option
+@click.option("--max-iterations", type=click.IntRange(min=1), help="This run's iteration cap.")
+@click.option("--wall-clock", callback=_duration, help="This run's time cap, e.g. 2h.")
+def claim_command(
+    slug: str,
+    force: bool,
+    session: str | None,
+    max_iterations: int | None,
+    wall_clock: float | None,
+) -> None:
+    """Bind this session to roadmaps/<SLUG>.md and start a fresh run."""
+    ws = workspace()
+    session_id = claims.resolve_session(session, os.environ)
+    result = claims.claim(
+        ws,
+        session_id,
+        slug,
+        now=now(),
+        force=force,
+        max_iterations=max_iterations,
+        wall_clock=wall_clock,
+    )
+    made = result.claim
+    for peer in result.displaced:
+        click.echo(f"took roadmap `{made.slug}` over from session {peer.session_id}")
+    if result.replaced is not None:
+        click.echo(
+            f"replaced this session's claim on `{result.replaced.slug}`; the run starts afresh"
+        )
+    click.echo(f"claimed roadmap `{made.slug}` for session {made.session_id}")
+    budget = [f"max {made.max_iterations} iterations"] if made.max_iterations else []
+    if made.wall_clock:
+        budget.append(f"wall clock {format_duration(made.wall_clock)}")
+    if budget:
+        click.echo("budget: " + ", ".join(budget))
+    row = claims.describe(ws, made, now())
+    if row["mode"] != "autonomous":
+        click.echo(
+            f"note: roadmap `{made.slug}` is in mode `{row['mode']}`, not `autonomous`: "
+            "the stop hook will not continue it."
+        )
+
+
+@sessions.command("release")
+@session_option
+def release_command(session: str | None) -> None:
+    """Remove this session's claim and its run."""
+    session_id = claims.resolve_session(session, os.environ)
+    released = claims.release(workspace(), session_id)
+    if released is None:
+        click.echo(f"session {session_id} holds no claim")
+    else:
+        click.echo(f"released roadmap `{released.slug}` for session {session_id}")
+
+
+@sessions.command("list")
+@json_option
+def list_command(as_json: bool) -> None:
+    """Every claim with its age, roadmap progress and run state."""
+    ws = workspace()
+    moment = now()
+    rows = [claims.describe(ws, c, moment) for c in claims.all_claims(ws)]
+    if as_json:
+        emit_json(rows)
+        return
+    if not rows:
+        click.echo("no claims")
+        return
+    for row in rows:
+        click.echo(_line(row))
+
+
+def _line(row: dict[str, Any]) -> str:
+    age = format_duration(row["age_seconds"])
+    if row["stale"]:
+        return f"{row['session']}  `{row['slug']}`  {age} ago  STALE: the roadmap is gone"
+    progress = row["progress"]
+    done = f"{progress['done']} done, {progress['open']} open" if progress else "unreadable"
+    if progress and progress["blocked"]:
+        done += f", {progress['blocked']} blocked"
+    run = row["run"]
+    if run is None:
+        state = "no run"
+    elif run["halted"]:
+        state = f"halted: {run['halted']} after {run['iterations']} iterations"
+    else:
+        state = f"running, {run['iterations']} iterations"
+    return f"{row['session']}  `{row['slug']}` ({row['mode']})  {age} ago  {done}  {state}"
+
+
+@sessions.command("show")
+@session_option
+@json_option
+def show_command(session: str | None, as_json: bool) -> None:
+    """This session's claim and run."""
+    ws = workspace()
+    session_id = claims.resolve_session(session, os.environ)
+    found = claims.read_claim(ws, claims.session_key(session_id))
+    row = claims.describe(ws, found, now()) if found else None
+    if as_json:
+        emit_json(row)
+        return
+    if row is None:
+        click.echo(f"session {session_id} holds no claim")
+        return
+    click.echo(f"session {row['session']}")
+    click.echo(_line(row))
+    if row.get("next"):
+        step = row["next"]
+        click.echo(f"next: **{step['id']}** {step['text']}")
+        if step["verify"]:
+            click.echo(f"  verify: {step['verify']}")

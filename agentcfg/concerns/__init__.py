@@ -1,0 +1,14 @@
+"""The concerns a stop chain can run; adding one is a module and a line here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from agentcfg.concerns.run_continuation import RunContinuation
+from agentcfg.concerns.turn_end_gate import TurnEndGate
+from agentcfg.dispatch import Concern
+
+REGISTRY: dict[str, Callable[[], Concern]] = {
+    TurnEndGate.name: TurnEndGate,
+    RunContinuation.name: RunContinuation,
+}

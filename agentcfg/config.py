@@ -1,0 +1,239 @@
+"""Configuration: agentcfg.yaml plus environment overrides, validated into one frozen value.
+
+An invalid value is reported (doctor) and replaced by its default (hook): never a crash.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentcfg import cache
+from agentcfg.workspace import Workspace
+
+MODES = ("enforce", "shadow", "off")
+CONCERNS = ("turn-end-gate", "run-continuation")
+DETECTORS = ("promissory-closing", "unverified-completion", "deference", "unproven-step")
+SCOPES = ("claimed", "always")
+SEVERITIES = ("blocking", "advisory")
+CONFIG_LIMIT = 1024 * 1024
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)([dhms])")
+_UNITS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
+
+
+@dataclass(frozen=True)
+class ChainEntry:
+    name: str
+    severity: str = "blocking"
+    fail_closed: bool = False
+    timeout: float = 10.0
+
+
+@dataclass(frozen=True)
+class Config:
+    mode: str = "enforce"
+    max_iterations: int = 25
+    wall_clock: float = 4 * 3600.0
+    stall_window: int = 3
+    chain: tuple[ChainEntry, ...] = tuple(ChainEntry(name) for name in CONCERNS)
+    gate_scope: str = "claimed"
+    detectors: frozenset[str] = frozenset(DETECTORS)
+    verify_timeout: float = 600.0
+    problems: tuple[str, ...] = field(default=(), compare=False)
+
+
+def parse_duration(value: object) -> float | None:
+    """Seconds from 90, "90s", "30m", "4h", "1h30m", "2d"; None when not a positive duration."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value) if value > 0 else None
+    if not isinstance(value, str):
+        return None
+    text = value.strip().lower()
+    if re.fullmatch(r"\d+(?:\.\d+)?", text):
+        seconds = float(text)
+    elif re.fullmatch(r"(?:\d+(?:\.\d+)?[dhms])+", text):
+        seconds = sum(float(n) * _UNITS[u] for n, u in _DURATION.findall(text))
+    else:
+        return None
+    return seconds if seconds > 0 else None
+
+
+def format_duration(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m"
+    if seconds < 86400:
+        hours, minutes = divmod(seconds // 60, 60)
+        return f"{hours}h{minutes:02d}m" if minutes else f"{hours}h"
+    return f"{seconds // 86400}d{(seconds % 86400) // 3600}h"
+
+
+def load_config(ws: Workspace, env: Mapping[str, str]) -> Config:
+    """The workspace's configuration with env overrides; problems listed, never raised."""
+    problems: list[str] = []
+    data = _read(ws, problems)
+    return validate(data, env, problems)
+
+
+def _read(ws: Workspace, problems: list[str]) -> dict[str, Any]:
+    try:
+        with ws.config.open("rb") as handle:
+            info = os.fstat(handle.fileno())
+            source = handle.read(CONFIG_LIMIT + 1)
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        problems.append(f"{ws.config}: cannot read: {exc.strerror}")
+        return {}
+    if len(source) > CONFIG_LIMIT:
+        problems.append(f"{ws.config}: larger than 1 MiB")
+        return {}
+    outcome: dict[str, Any] = cache.through(
+        ws,
+        "config",
+        source,
+        (str(ws.config.absolute()), info.st_size, info.st_mtime_ns),
+        lambda: _parse_yaml(source),
+        lambda v: v,
+        lambda v: v if isinstance(v, dict) else None,
+    )
+    if "error" in outcome:
+        problems.append(f"{ws.config}: {outcome['error']}")
+        return {}
+    data = outcome.get("data")
+    return data if isinstance(data, dict) else {}
+
+
+def _parse_yaml(source: bytes) -> dict[str, Any]:
+    from ruamel.yaml import YAML
+
+    try:
+        data = YAML(typ="safe", pure=True).load(source.decode("utf-8"))
+    except Exception as exc:  # ruamel raises many unrelated types for bad input
+        lines = str(exc).strip().splitlines() or [type(exc).__name__]
+        return {"error": f"not readable YAML: {lines[0]}"}
+    if data is None:
+        return {"data": {}}
+    if not isinstance(data, dict):
+        return {"error": "not a mapping"}
+    return {"data": data}
+
+
+def validate(data: Mapping[str, Any], env: Mapping[str, str], problems: list[str]) -> Config:
+    """Build a Config from raw data and env; every bad value is noted and defaulted."""
+    base = Config()
+    ladder = data.get("ladder", {})
+    if not isinstance(ladder, dict):
+        problems.append("ladder: expected a mapping")
+        ladder = {}
+    gate = data.get("turn_end_gate", {})
+    if not isinstance(gate, dict):
+        problems.append("turn_end_gate: expected a mapping")
+        gate = {}
+
+    def pick(name: str, raw: object, check: Any, default: Any) -> Any:
+        if raw is None:
+            return default
+        value = check(raw)
+        if value is None:
+            problems.append(f"{name}: invalid value {raw!r}; using {default!r}")
+            return default
+        return value
+
+    mode = pick("mode", env.get("AGENTCFG_MODE") or data.get("mode"), _choice(MODES), base.mode)
+    max_iterations = pick(
+        "ladder.max_iterations",
+        env.get("AGENTCFG_MAX_ITERATIONS") or ladder.get("max_iterations"),
+        _positive_int,
+        base.max_iterations,
+    )
+    wall_clock = pick(
+        "ladder.wall_clock",
+        env.get("AGENTCFG_WALL_CLOCK") or ladder.get("wall_clock"),
+        parse_duration,
+        base.wall_clock,
+    )
+    stall_window = pick(
+        "ladder.stall_window",
+        env.get("AGENTCFG_STALL_WINDOW") or ladder.get("stall_window"),
+        _positive_int,
+        base.stall_window,
+    )
+    verify_timeout = pick(
+        "verify.timeout",
+        (data.get("verify") or {}).get("timeout") if isinstance(data.get("verify"), dict) else None,
+        parse_duration,
+        base.verify_timeout,
+    )
+    scope = pick("turn_end_gate.scope", gate.get("scope"), _choice(SCOPES), base.gate_scope)
+    detectors = set(DETECTORS)
+    for name in DETECTORS:
+        if pick(f"turn_end_gate.{name}", gate.get(name), _bool, True) is False:
+            detectors.discard(name)
+    for name in gate:
+        if name not in (*DETECTORS, "scope"):
+            problems.append(f"turn_end_gate.{name}: unknown setting")
+    chain = _chain(data.get("chain"), problems, base.chain)
+    for name in data:
+        if name not in ("mode", "ladder", "chain", "turn_end_gate", "verify"):
+            problems.append(f"{name}: unknown setting")
+    return Config(
+        mode,
+        max_iterations,
+        wall_clock,
+        stall_window,
+        chain,
+        scope,
+        frozenset(detectors),
+        verify_timeout,
+        tuple(problems),
+    )
+
+
+def _chain(
+    raw: object, problems: list[str], default: tuple[ChainEntry, ...]
+) -> tuple[ChainEntry, ...]:
+    if raw is None:
+        return default
+    stop = raw.get("stop") if isinstance(raw, dict) else None
+    if not isinstance(stop, list):
+        problems.append("chain.stop: expected a list of concerns; using the default chain")
+        return default
+    entries: list[ChainEntry] = []
+    for item in stop:
+        spec = {"name": item} if isinstance(item, str) else item
+        if not isinstance(spec, dict) or spec.get("name") not in CONCERNS:
+            problems.append(f"chain.stop: unknown concern {item!r}; skipped")
+            continue
+        severity = spec.get("severity", "blocking")
+        fail_closed = spec.get("fail_closed", False)
+        timeout = parse_duration(spec.get("timeout", 10))
+        if severity not in SEVERITIES or not isinstance(fail_closed, bool) or timeout is None:
+            problems.append(f"chain.stop: bad settings for {spec['name']}; using defaults")
+            entries.append(ChainEntry(spec["name"]))
+            continue
+        entries.append(ChainEntry(spec["name"], severity, fail_closed, timeout))
+    return tuple(entries)
+
+
+def _choice(options: tuple[str, ...]) -> Any:
+    return lambda raw: raw if raw in options else None
+
+
+def _positive_int(raw: object) -> int | None:
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, str) and raw.strip().isdigit():
+        raw = int(raw)
+    return raw if isinstance(raw, int) and raw > 0 else None
+
+
+def _bool(raw: object) -> bool | None:
+    return raw if isinstance(raw, bool) else None

@@ -1,0 +1,104 @@
+"""The dispatcher: run a chain of concerns, each bounded in time, and reduce their verdicts.
+
+Every concern runs (so each can record what it saw); the first block wins. A concern that
+crashes or runs out of time allows, unless it is declared fail_closed; an advisory concern
+can only warn.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from agentcfg.config import ChainEntry
+from agentcfg.hosts.base import ALLOW, Verdict
+
+
+class Concern(Protocol):
+    name: str
+
+    def check(self, ctx: Any) -> Verdict: ...
+
+
+class ConcernTimeout(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Outcome:
+    entry: ChainEntry
+    verdict: Verdict
+    error: str | None = None
+
+
+def run_chain(
+    ctx: object,
+    entries: Sequence[ChainEntry],
+    registry: Mapping[str, Callable[[], Concern]],
+) -> tuple[Verdict, list[Outcome]]:
+    outcomes = [_run_one(ctx, entry, registry) for entry in entries]
+    return reduce([o.verdict for o in outcomes]), outcomes
+
+
+def reduce(verdicts: Sequence[Verdict]) -> Verdict:
+    """First block wins; else the first warning; else allow."""
+    for kind in ("block", "warn"):
+        for verdict in verdicts:
+            if verdict.kind == kind:
+                return verdict
+    return ALLOW
+
+
+def _run_one(
+    ctx: object, entry: ChainEntry, registry: Mapping[str, Callable[[], Concern]]
+) -> Outcome:
+    try:
+        with _time_limit(entry.timeout):
+            verdict = registry[entry.name]().check(ctx)
+        if not isinstance(verdict, Verdict):
+            raise TypeError(f"{entry.name} returned {type(verdict).__name__}, not a Verdict")
+    except Exception as exc:
+        reason = (
+            "ran out of time"
+            if isinstance(exc, ConcernTimeout)
+            else f"failed: {type(exc).__name__}"
+        )
+        verdict = (
+            Verdict(
+                "block",
+                f"{entry.name} {reason}; it is declared fail_closed, so this stop is held. "
+                "Run `agentcfg doctor` to see why.",
+                entry.name,
+            )
+            if entry.fail_closed
+            else ALLOW
+        )
+        return Outcome(entry, _ceiling(entry, verdict), f"{reason}: {exc}"[:500])
+    return Outcome(entry, _ceiling(entry, verdict))
+
+
+def _ceiling(entry: ChainEntry, verdict: Verdict) -> Verdict:
+    if entry.severity == "advisory" and verdict.kind == "block":
+        return Verdict("warn", verdict.message, verdict.source)
+    return verdict
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    def expire(signum: int, frame: object) -> None:
+        raise ConcernTimeout(f"over {seconds:g}s")
+
+    try:
+        previous = signal.signal(signal.SIGALRM, expire)
+    except ValueError:  # not the main thread: no alarm available, run unbounded
+        yield
+        return
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

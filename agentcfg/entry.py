@@ -1,0 +1,16 @@
+"""The `agentcfg` console script: the stop hook takes its lean path, the rest goes to click."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args[:2] == ["hook", "stop"]:
+        from agentcfg.hook import main as hook_main
+
+        return hook_main(args[2:])
+    from agentcfg.cli import cli
+
+    return int(cli.main(args=args, prog_name="agentcfg", standalone_mode=True) or 0)

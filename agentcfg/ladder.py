@@ -1,0 +1,166 @@
+"""The termination ladder: a pure function of (run state, fire, caps) to a verdict and a new state.
+
+No I/O, no clock, no environment: the caller passes `now` in the fire and persists the result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+DUPLICATE_WINDOW = 60.0
+MAX_REPEATS = 2
+HISTORY_LIMIT = 64
+
+
+@dataclass(frozen=True)
+class RunState:
+    started_at: float
+    iterations: int = 0
+    last_turn: str | None = None
+    last_reply: str | None = None
+    repeats: int = 0
+    history: tuple[int, ...] = ()
+    last_engaged_at: float | None = None
+    halted: str | None = None
+
+    @classmethod
+    def fresh(cls, now: float) -> RunState:
+        return cls(started_at=now)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "started_at": self.started_at,
+            "iterations": self.iterations,
+            "last_turn": self.last_turn,
+            "last_reply": self.last_reply,
+            "repeats": self.repeats,
+            "history": list(self.history),
+            "last_engaged_at": self.last_engaged_at,
+            "halted": self.halted,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunState | None:
+        """A run state from its JSON, or None when any field has the wrong shape."""
+        number = (int, float)
+        checks = (
+            isinstance(data.get("started_at"), number),
+            _count(data.get("iterations")),
+            isinstance(data.get("last_turn"), (str, type(None))),
+            isinstance(data.get("last_reply"), (str, type(None))),
+            _count(data.get("repeats")),
+            isinstance(data.get("history"), list) and all(_count(n) for n in data["history"]),
+            isinstance(data.get("last_engaged_at"), (*number, type(None))),
+            isinstance(data.get("halted"), (str, type(None))),
+        )
+        if not all(checks) or isinstance(data["started_at"], bool):
+            return None
+        return cls(
+            float(data["started_at"]),
+            data["iterations"],
+            data["last_turn"],
+            data["last_reply"],
+            data["repeats"],
+            tuple(data["history"][-HISTORY_LIMIT:]),
+            None if data["last_engaged_at"] is None else float(data["last_engaged_at"]),
+            data["halted"],
+        )
+
+
+def _count(value: object) -> bool:
+    return type(value) is int and value >= 0
+
+
+@dataclass(frozen=True)
+class Caps:
+    max_iterations: int = 25
+    wall_clock: float = 4 * 3600.0
+    stall_window: int = 3
+
+
+@dataclass(frozen=True)
+class Fire:
+    """What one stop fire saw, already reduced to facts."""
+
+    turn: str
+    reply: str
+    open: int
+    blocked: int
+    now: float
+    deferred: bool = False  # the quality gate refused this same reply
+    question: bool = False  # the final message asks the person a real question
+    background: bool = False  # the host reports background tasks still running
+    shadow: bool = False  # config mode: shadow
+
+
+@dataclass(frozen=True)
+class Decision:
+    block: bool
+    event: str | None  # the ledger event, None for a silent rung
+    state: RunState | None  # the run state to persist; None removes it
+    changed: bool  # whether `state` differs from what was read
+
+
+def decide(run: RunState, fire: Fire, caps: Caps) -> Decision:
+    """Walk the ladder, first match wins (DESIGN section 4, rungs 1 to 11)."""
+
+    def allow(event: str | None) -> Decision:
+        return Decision(False, event, run, False)
+
+    if fire.deferred:
+        return allow("deferred-quality-gate")
+    if fire.question:
+        return allow("handback-question")
+    if fire.background:
+        return allow("handback-background")
+    if _duplicate(run, fire):
+        return Decision(True, None, replace(run, repeats=run.repeats + 1), True)
+    if run.halted is not None:
+        return allow(None)
+    if fire.open == 0 and fire.blocked > 0:
+        return allow("blocked")
+    if fire.open == 0:
+        return Decision(False, "complete", None, True)
+    history = run.history if not _new_human_turn(run, fire) else ()
+    for rung, reached in (
+        ("halt-max-iterations", run.iterations >= caps.max_iterations),
+        ("halt-wall-clock", fire.now - run.started_at >= caps.wall_clock),
+        ("halt-stall", _stalled(history, fire.open, caps.stall_window)),
+    ):
+        if reached:
+            halted = replace(run, halted=rung, last_reply=None, history=history)
+            return Decision(False, rung, halted, True)
+    if fire.shadow:
+        return allow("shadow-engage")
+    engaged = replace(
+        run,
+        iterations=run.iterations + 1,
+        last_turn=fire.turn or run.last_turn,
+        last_reply=fire.reply,
+        repeats=0,
+        history=(*history, fire.open)[-HISTORY_LIMIT:],
+        last_engaged_at=fire.now,
+    )
+    return Decision(True, "engage", engaged, True)
+
+
+def _duplicate(run: RunState, fire: Fire) -> bool:
+    return (
+        run.halted is None
+        and run.last_reply == fire.reply
+        and run.last_engaged_at is not None
+        and 0 <= fire.now - run.last_engaged_at <= DUPLICATE_WINDOW
+        and bool(run.history)
+        and run.history[-1] == fire.open
+        and run.repeats < MAX_REPEATS
+    )
+
+
+def _new_human_turn(run: RunState, fire: Fire) -> bool:
+    return bool(fire.turn) and run.last_turn is not None and fire.turn != run.last_turn
+
+
+def _stalled(history: tuple[int, ...], open_count: int, window: int) -> bool:
+    recent = history[-window:]
+    return len(recent) >= window and all(n == open_count for n in recent)

@@ -1,0 +1,142 @@
+"""The state store: atomic JSON files, shape-checked reads, file locks, the append-only ledger."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import stat
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from agentcfg.errors import StateError
+
+STATE_FILE_LIMIT = 1024 * 1024
+LOCK_TIMEOUT = 5.0
+LEDGER_NAME = "run-continuation.jsonl"
+
+
+def ensure_dir(path: Path) -> Path:
+    """Create a state folder (mode 0700) and its parents as needed."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return path
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write JSON atomically: temp file in the same folder, fsync, os.replace; mode 0600."""
+    ensure_dir(path.parent)
+    payload = (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def read_json(
+    path: Path, valid: Callable[[dict[str, Any]], bool] | None = None
+) -> dict[str, Any] | None:
+    """A JSON object from a state file, or None when absent, odd, oversized or a symlink."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return None
+            raw = handle.read(STATE_FILE_LIMIT + 1)
+    except OSError:
+        return None
+    if len(raw) > STATE_FILE_LIMIT:
+        return None
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or (valid is not None and not valid(data)):
+        return None
+    return data
+
+
+def remove(path: Path) -> bool:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def locked(path: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
+    """Hold an exclusive lock on `path` (a .lock file); StateError if not had within `timeout`."""
+    ensure_dir(path.parent)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError as exc:
+        raise StateError(f"cannot open lock {path}: {exc.strerror}") from None
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise StateError(f"cannot lock {path}: {exc.strerror}") from None
+                if time.monotonic() >= deadline:
+                    raise StateError(f"lock {path} is held by another process") from None
+                time.sleep(0.005)
+        yield
+    finally:
+        os.close(fd)
+
+
+def iso(epoch: float) -> str:
+    return (
+        datetime.fromtimestamp(epoch, timezone.utc)
+        .isoformat(timespec="seconds")
+        .replace("+00:00", "Z")
+    )
+
+
+def parse_iso(text: object) -> float | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp()
+
+
+def append_ledger(state: Path, event: dict[str, Any]) -> bool:
+    """Append one event as one line, one write, O_APPEND; False if it could not be written."""
+    line = (json.dumps(event, sort_keys=False, ensure_ascii=False) + "\n").encode()
+    try:
+        ensure_dir(state)
+        fd = os.open(
+            state / LEDGER_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600
+        )
+    except OSError:
+        return False
+    try:
+        return os.write(fd, line) == len(line)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)

@@ -1,0 +1,144 @@
+"""The stop decision's shell: what a fire saw, the chain, the answer."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Mapping
+from functools import cached_property
+from typing import Any
+
+from agentcfg import claims, roadmaps, state
+from agentcfg.config import Config
+from agentcfg.continuation import continuation
+from agentcfg.dispatch import run_chain
+from agentcfg.errors import AgentcfgError
+from agentcfg.hosts import adapter
+from agentcfg.hosts.base import Answer, StopEvent, Verdict
+from agentcfg.ladder import Caps
+from agentcfg.roadmap import Roadmap, Scan, scan
+from agentcfg.transcript import TurnInfo, read_turn
+from agentcfg.workspace import Workspace
+
+
+class HookContext:
+    """Everything the concerns of one fire may ask, each read at most once and only if asked."""
+
+    def __init__(
+        self, event: StopEvent, ws: Workspace, config: Config, env: Mapping[str, str], now: float
+    ) -> None:
+        self.event = event
+        self.ws = ws
+        self.config = config
+        self.env = env
+        self.now = now
+        self.key = claims.session_key(event.session_id)
+
+    @cached_property
+    def claim(self) -> claims.Claim | None:
+        """This session's live claim; None when absent or stale."""
+        found = claims.read_claim(self.ws, self.key) if self.event.session_id else None
+        return None if found is None or claims.is_stale(self.ws, found) else found
+
+    @cached_property
+    def roadmap(self) -> Roadmap | None:
+        if self.claim is None:
+            return None
+        try:
+            return roadmaps.load(self.ws, self.claim.slug)
+        except AgentcfgError as exc:
+            self.log("error", reason=str(exc))
+            return None
+
+    @cached_property
+    def scan(self) -> Scan | None:
+        return scan(self.roadmap) if self.roadmap is not None else None
+
+    @property
+    def autonomous(self) -> bool:
+        """This session holds a live claim on an autonomous roadmap."""
+        return self.roadmap is not None and self.roadmap.autonomous
+
+    @cached_property
+    def transcript(self) -> TurnInfo:
+        return read_turn(self.event.transcript_path)
+
+    @cached_property
+    def turn(self) -> str:
+        return self.event.turn_id or self.transcript.turn
+
+    @cached_property
+    def final_message(self) -> str:
+        if self.event.last_assistant_message is not None:
+            return self.event.last_assistant_message
+        return self.transcript.final_message or ""
+
+    @cached_property
+    def reply_key(self) -> str:
+        try:
+            size = os.stat(self.event.transcript_path).st_size if self.event.transcript_path else 0
+        except (OSError, ValueError):
+            size = 0
+        digest = hashlib.sha256(self.final_message.encode("utf-8", "replace")).hexdigest()[:16]
+        return f"{self.turn}|{digest}|{size}"
+
+    @property
+    def caps(self) -> Caps:
+        claim = self.claim
+        return Caps(
+            claim.max_iterations if claim and claim.max_iterations else self.config.max_iterations,
+            claim.wall_clock if claim and claim.wall_clock else self.config.wall_clock,
+            self.config.stall_window,
+        )
+
+    def refusal_path(self) -> Any:
+        return self.ws.state / "refusals" / f"{self.key}.json"
+
+    def log(self, event: str, **fields: object) -> None:
+        """Append one ledger event with the standard fields; never fails the fire."""
+        counts = self.scan.counts if self.claim is not None and self.scan is not None else None
+        record: dict[str, object] = {
+            "event": event,
+            "at": state.iso(self.now),
+            "run": self.key,
+            "slug": self.claim.slug if self.claim else None,
+            "turn": self.turn,
+            "iterations": fields.pop("iterations", None),
+            "open": counts.open if counts else None,
+            "blocked": counts.blocked if counts else None,
+            "host": self.event.host,
+        }
+        record.update(fields)
+        state.append_ledger(self.ws.state, record)
+
+    def continuation_text(self, iteration: int) -> str:
+        assert self.scan is not None and self.claim is not None
+        counts = self.scan.counts
+        return continuation(
+            self.claim.slug,
+            counts.open,
+            counts.blocked,
+            self.scan.next,
+            iteration,
+            self.caps.max_iterations,
+        )
+
+
+def decide(ctx: HookContext) -> Verdict:
+    from agentcfg.concerns import REGISTRY
+
+    verdict, outcomes = run_chain(ctx, ctx.config.chain, REGISTRY)
+    for outcome in outcomes:
+        if outcome.error is not None:
+            ctx.log("concern-error", concern=outcome.entry.name, error=outcome.error)
+    return verdict
+
+
+def answer(host: str, verdict: Verdict) -> Answer:
+    rendered: Answer = adapter(host).answer(verdict)
+    return rendered
+
+
+def to_event(host: str, payload: dict[str, object]) -> StopEvent:
+    event: StopEvent = adapter(host).to_event(payload)
+    return event

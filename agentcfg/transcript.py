@@ -1,0 +1,141 @@
+"""What a host's transcript says about the current turn, read from a bounded tail.
+
+Claude Code's JSONL shape: one object a line; real human turns are `user` lines that are
+not meta, not sidechain, not tool results and not stop-hook feedback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from dataclasses import dataclass
+from typing import Any
+
+TAIL = 8 * 1024 * 1024
+_USER = (b'"type":"user"', b'"type": "user"')
+_ASSISTANT = (b'"type":"assistant"', b'"type": "assistant"')
+_NOT_HUMAN = (b'"isMeta":true', b'"isMeta": true', b'"isSidechain":true', b'"isSidechain": true')
+FEEDBACK_PREFIX = "Stop hook feedback"
+
+
+@dataclass(frozen=True)
+class TurnInfo:
+    turn: str  # the fallback turn id; "" when the tail cannot tell it
+    tools_ran: bool | None  # a tool call since the last human turn; None when unknown
+    final_message: str | None  # the last assistant text
+    size: int  # the transcript's size in bytes, part of the reply key
+
+
+UNKNOWN = TurnInfo("", None, None, 0)
+
+
+def read_turn(path: str | None, tail: int = TAIL) -> TurnInfo:
+    """Read the transcript's last `tail` bytes; anything unreadable gives UNKNOWN."""
+    if not path:
+        return UNKNOWN
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except (OSError, ValueError):
+        return UNKNOWN
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return UNKNOWN
+        start = max(0, info.st_size - tail)
+        os.lseek(fd, start, os.SEEK_SET)
+        data = _read_exactly(fd, info.st_size - start)
+    except OSError:
+        return UNKNOWN
+    finally:
+        os.close(fd)
+    lines = data.split(b"\n")
+    if start > 0:
+        lines = lines[1:]  # the first piece is a partial line
+    return _scan(lines, whole=start == 0, size=info.st_size)
+
+
+def _read_exactly(fd: int, size: int) -> bytes:
+    chunks: list[bytes] = []
+    while size > 0:
+        chunk = os.read(fd, min(size, 1024 * 1024))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def _scan(lines: list[bytes], whole: bool, size: int) -> TurnInfo:
+    tools_ran: bool | None = None
+    final: str | None = None
+    last_human: tuple[int, dict[str, Any]] | None = None
+    saw_tool = False
+    for index in range(len(lines) - 1, -1, -1):
+        line = lines[index]
+        if any(marker in line for marker in _ASSISTANT):
+            message = _load(line).get("message")
+            for block in _blocks(message):
+                if block.get("type") == "tool_use":
+                    saw_tool = True
+                elif (
+                    final is None
+                    and block.get("type") == "text"
+                    and isinstance(block.get("text"), str)
+                ):
+                    final = block["text"]
+        elif _maybe_human(line):
+            record = _load(line)
+            if is_human(record):
+                last_human = (index, record)
+                break
+    if last_human is not None:
+        tools_ran = saw_tool
+    elif saw_tool:
+        tools_ran = True
+    if last_human is None:
+        return TurnInfo("", tools_ran, final, size)
+    if whole:
+        ordinal = sum(
+            1 for line in lines[: last_human[0] + 1] if _maybe_human(line) and is_human(_load(line))
+        )
+        return TurnInfo(f"turn-{ordinal}", tools_ran, final, size)
+    record = last_human[1]
+    ident = record.get("promptId") or record.get("uuid")
+    return TurnInfo(f"prompt-{ident}" if isinstance(ident, str) else "", tools_ran, final, size)
+
+
+def _maybe_human(line: bytes) -> bool:
+    return (
+        any(marker in line for marker in _USER)
+        and b"tool_result" not in line
+        and not any(marker in line for marker in _NOT_HUMAN)
+    )
+
+
+def _load(line: bytes) -> dict[str, Any]:
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def _blocks(message: object) -> list[dict[str, Any]]:
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if isinstance(content, list):
+        return [block for block in content if isinstance(block, dict)]
+    return []
+
+
+def is_human(record: dict[str, Any]) -> bool:
+    """A real human turn: a user line that is not meta, sidechain, tool result or hook feedback."""
+    if record.get("type") != "user" or record.get("isMeta") or record.get("isSidechain"):
+        return False
+    blocks = _blocks(record.get("message"))
+    if not blocks or any(block.get("type") == "tool_result" for block in blocks):
+        return False
+    first = blocks[0].get("text")
+    return not (isinstance(first, str) and first.startswith(FEEDBACK_PREFIX))

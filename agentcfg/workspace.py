@@ -1,0 +1,86 @@
+"""Where things live: the workspace root, roadmap paths from slugs, the state folder."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentcfg.errors import RoadmapError
+
+CONFIG_NAME = "agentcfg.yaml"
+ROADMAP_LIMIT = 8 * 1024 * 1024
+_SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+@dataclass(frozen=True)
+class Workspace:
+    root: Path
+
+    @property
+    def roadmaps(self) -> Path:
+        return self.root / "roadmaps"
+
+    @property
+    def state(self) -> Path:
+        return self.root / "state"
+
+    @property
+    def config(self) -> Path:
+        return self.root / CONFIG_NAME
+
+    def roadmap_path(self, slug: str) -> Path:
+        """The roadmap file a slug names; RoadmapError unless a regular file inside roadmaps/."""
+        clean = normalise_slug(slug)
+        folder = self.roadmaps.resolve()
+        path = folder / f"{clean}.md"
+        try:
+            real = path.resolve(strict=True)
+        except (OSError, RuntimeError):
+            raise RoadmapError(
+                f"no roadmap `{clean}`: roadmaps/{clean}.md does not exist"
+            ) from None
+        if real.parent != folder or not real.is_file():
+            raise RoadmapError(f"roadmap `{clean}` is not a regular file inside roadmaps/")
+        return path
+
+    def slugs(self) -> list[str]:
+        try:
+            names = sorted(p.stem for p in self.roadmaps.glob("*.md") if p.is_file())
+        except OSError:
+            return []
+        return [name for name in names if _SLUG.fullmatch(name)]
+
+
+def normalise_slug(slug: str) -> str:
+    clean = slug.removesuffix(".md")
+    if not _SLUG.fullmatch(clean):
+        raise RoadmapError(
+            f"bad roadmap slug {slug!r}: a slug is a file stem of letters, digits, '.', '_' or '-'"
+        )
+    return clean
+
+
+def find_root(cwd: str | os.PathLike[str], env: Mapping[str, str]) -> Workspace:
+    """$AGENTCFG_ROOT, else the nearest ancestor with agentcfg.yaml or roadmaps/, else cwd."""
+    explicit = env.get("AGENTCFG_ROOT")
+    if explicit:
+        return Workspace(Path(explicit).absolute())
+    start = Path(cwd).absolute()
+    for folder in (start, *start.parents):
+        if (folder / CONFIG_NAME).is_file() or (folder / "roadmaps").is_dir():
+            return Workspace(folder)
+    return Workspace(start)
+
+
+def decode(data: bytes, path: Path | str, what: str = "roadmap") -> str:
+    if len(data) > ROADMAP_LIMIT:
+        raise RoadmapError(f"{what} {path} is larger than {ROADMAP_LIMIT // (1024 * 1024)} MiB")
+    if b"\0" in data:
+        raise RoadmapError(f"{what} {path} is a binary file, not Markdown")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RoadmapError(f"{what} {path} is not UTF-8 (byte {exc.start})") from None

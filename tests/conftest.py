@@ -1,0 +1,87 @@
+"""Shared fixtures: a workspace in a temp folder, a CLI runner bound to it, hook subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from agentcfg.cli import cli
+
+REPO = Path(__file__).resolve().parent.parent
+# payloads and a transcript captured from the real Claude Code 2.1.197
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "claude-code-2.1.197"
+SESSION = "afb489a7-bf1a-4175-8113-5340b825ddd1"
+
+
+@pytest.fixture
+def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A workspace with the demo roadmap, as the cwd, with no session variables set."""
+    root = tmp_path / "ws"
+    (root / "roadmaps").mkdir(parents=True)
+    shutil.copy(REPO / "roadmaps" / "demo.md", root / "roadmaps" / "demo.md")
+    monkeypatch.chdir(root)
+    for name in list(os.environ):
+        if name.startswith(("AGENTCFG_", "CLAUDE_", "CODEX_", "GEMINI_")):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    yield root
+
+
+def write_roadmap(root: Path, slug: str, body: str, mode: str | None = "autonomous") -> Path:
+    front = f"---\nexecution:\n  mode: {mode}\n---\n" if mode else ""
+    path = root / "roadmaps" / f"{slug}.md"
+    path.write_text(front + body)
+    return path
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> Result:
+    return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+
+
+def hook_env(root: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTCFG_", "CLAUDE_"))}
+    env.update({"AGENTCFG_ROOT": str(root), "HOME": str(root.parent / "home"), **extra})
+    return env
+
+
+def fixture_payload(n: int, root: Path, **changes: Any) -> dict[str, Any]:
+    payload: dict[str, Any] = json.loads((FIXTURES / f"stop-payload-{n}.json").read_text())
+    payload["cwd"] = str(root)
+    payload["transcript_path"] = str(root / "transcript.jsonl")
+    payload.update(changes)
+    return payload
+
+
+def fire(
+    root: Path, payload: dict[str, Any] | bytes, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the stop hook as a real subprocess, as a host does."""
+    data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    proc = subprocess.run(
+        [sys.executable, "-m", "agentcfg", "hook", "stop", *args],
+        input=data,
+        capture_output=True,
+        env=env or hook_env(root),
+        cwd=root,
+        timeout=60,
+        check=False,
+    )
+    return subprocess.CompletedProcess(
+        proc.args, proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+    )
+
+
+def ledger(root: Path) -> list[dict[str, Any]]:
+    path = root / "state" / "run-continuation.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines()]

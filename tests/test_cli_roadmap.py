@@ -1,0 +1,104 @@
+"""`agentcfg roadmap` commands through click, with their texts pinned by snapshots."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from syrupy.assertion import SnapshotAssertion
+
+from tests.conftest import run_cli, write_roadmap
+
+
+def test_status_text(ws: Path, snapshot: SnapshotAssertion) -> None:
+    result = run_cli("roadmap", "status", "demo")
+    assert result.exit_code == 0
+    assert result.output == snapshot
+
+
+def test_status_json_shape(ws: Path) -> None:
+    data = json.loads(run_cli("roadmap", "status", "demo.md", "--json").output)
+    assert set(data) == {
+        "slug", "mode", "open", "blocked", "done", "deferred", "cancelled", "next", "phases"
+    }  # fmt: skip
+    assert (data["slug"], data["mode"], data["open"], data["blocked"]) == (
+        "demo",
+        "autonomous",
+        3,
+        1,
+    )
+    assert data["next"]["id"] == "1.2"
+    assert set(data["next"]) == {"id", "text", "verify", "line"}
+    assert [p["id"] for p in data["phases"]] == ["1", "2"]
+
+
+def test_next_text(ws: Path, snapshot: SnapshotAssertion) -> None:
+    assert run_cli("roadmap", "next", "demo").output == snapshot
+
+
+def test_next_when_complete_and_when_only_blocked(ws: Path, snapshot: SnapshotAssertion) -> None:
+    write_roadmap(ws, "done", "## Phase 1\n- [x] a\n")
+    write_roadmap(ws, "stuck", "## Phase 1\n- [ ] a <!-- blocked-by: x -->\n")
+    assert run_cli("roadmap", "next", "done").output == snapshot
+    assert run_cli("roadmap", "next", "stuck").output == snapshot
+    assert json.loads(run_cli("roadmap", "next", "done", "--json").output) is None
+
+
+def test_list_text_and_json(ws: Path, snapshot: SnapshotAssertion) -> None:
+    write_roadmap(ws, "plain", "- [ ] a\n- [x] b\n", mode=None)
+    (ws / "roadmaps" / "binary.md").write_bytes(b"\x00\x01")
+    result = run_cli("roadmap", "list")
+    assert result.exit_code == 0
+    assert result.output.replace(str(ws), "<ws>") == snapshot
+    rows = json.loads(run_cli("roadmap", "list", "--json").output)
+    assert [row["slug"] for row in rows] == ["binary", "demo", "plain"]
+    assert rows[2]["mode"] == "interactive"
+
+
+def test_lint_warnings_exit_zero(ws: Path, snapshot: SnapshotAssertion) -> None:
+    result = run_cli("roadmap", "lint", "demo")
+    assert result.exit_code == 0
+    assert result.output == snapshot
+
+
+def test_lint_errors_exit_one(ws: Path, snapshot: SnapshotAssertion) -> None:
+    (ws / "roadmaps" / "bad.md").write_text(
+        "---\nexecution: {mode: turbo}\n---\n## Phase 1\n- [ ] **1.1** a\n- [ ] **1.1** b "
+        "<!-- verify: x -->\n- [ ] c <!-- blocked-by: -->\n- [ ] d <!-- verify: y -->\n"
+    )
+    result = run_cli("roadmap", "lint", "bad", "missing")
+    assert result.exit_code == 1
+    assert result.output == snapshot
+    rows = json.loads(run_cli("roadmap", "lint", "bad", "--json").output)
+    assert {row["level"] for row in rows} == {"error", "warning"}
+
+
+@pytest.mark.parametrize("slug", ["../x", "a/b", "missing", ".hidden", "/etc/passwd"])
+def test_bad_slugs_give_one_line_and_exit_one(ws: Path, slug: str) -> None:
+    result = run_cli("roadmap", "status", slug)
+    assert result.exit_code == 1
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("agentcfg: error: ")
+
+
+def test_symlink_out_of_roadmaps_is_refused(ws: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.md"
+    outside.write_text("- [ ] a\n")
+    (ws / "roadmaps" / "escape.md").symlink_to(outside)
+    result = run_cli("roadmap", "status", "escape")
+    assert result.exit_code == 1
+    assert "not a regular file inside" in result.output
+
+
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [(b"\x00binary", "binary file"), (b"\xff\xfe bad", "not UTF-8")],
+)
+def test_binary_and_non_utf8_roadmaps(ws: Path, data: bytes, words: str) -> None:
+    (ws / "roadmaps" / "odd.md").write_bytes(data)
+    result = run_cli("roadmap", "status", "odd")
+    assert result.exit_code == 1
+    assert words in result.output
+    assert "Traceback" not in result.output
