@@ -1,0 +1,239 @@
+"""Claims and `agentcfg sessions`: binding, peers, staleness, env precedence, modes, races."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from syrupy.assertion import SnapshotAssertion
+
+from agentcfg import claims
+from agentcfg.workspace import Workspace
+from tests.conftest import hook_env, run_cli, write_roadmap
+
+T0 = 1_790_000_000.0  # a fixed "now" for texts that show ages
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Pins the commands' clock; append to move it."""
+    moments = [T0]
+    monkeypatch.setattr("agentcfg.commands.sessions.now", lambda: moments[-1])
+    return moments
+
+
+def claim_file(root: Path, session: str) -> Path:
+    return root / "state" / "claims" / f"{claims.session_key(session)}.json"
+
+
+def test_claim_writes_the_claim_and_a_fresh_run(ws: Path, clock: list[float]) -> None:
+    result = run_cli("sessions", "claim", "demo", "--session", "s1")
+    assert result.exit_code == 0, result.output
+    data = json.loads(claim_file(ws, "s1").read_text())
+    assert data == {"slug": "demo", "session_id": "s1", "claimed_at": "2026-09-21T14:13:20Z"}
+    run = ws / "state" / "runs" / f"{claims.session_key('s1')}-demo.json"
+    assert json.loads(run.read_text())["iterations"] == 0
+
+
+def test_claim_output(ws: Path, clock: list[float], snapshot: SnapshotAssertion) -> None:
+    write_roadmap(ws, "manual", "## Phase 1\n- [ ] a\n", mode="interactive")
+    first = run_cli(
+        "sessions",
+        "claim",
+        "demo",
+        "--session",
+        "s1",
+        "--max-iterations",
+        "5",
+        "--wall-clock",
+        "90m",
+    )
+    again = run_cli("sessions", "claim", "manual", "--session", "s1")
+    assert (first.output, again.output) == snapshot
+
+
+def test_reclaim_resets_the_run(ws: Path, clock: list[float]) -> None:
+    run_cli("sessions", "claim", "demo", "--session", "s1")
+    run = ws / "state" / "runs" / f"{claims.session_key('s1')}-demo.json"
+    data = json.loads(run.read_text())
+    data.update(iterations=7, halted="halt-stall")
+    run.write_text(json.dumps(data))
+    run_cli("sessions", "claim", "demo", "--session", "s1")
+    assert json.loads(run.read_text())["iterations"] == 0
+    assert json.loads(run.read_text())["halted"] is None
+
+
+def test_peer_claim_is_refused_then_forced(ws: Path, clock: list[float]) -> None:
+    assert run_cli("sessions", "claim", "demo", "--session", "peer").exit_code == 0
+    clock.append(T0 + 3600)
+    refused = run_cli("sessions", "claim", "demo", "--session", "me")
+    assert refused.exit_code == 1
+    assert refused.output == (
+        "agentcfg: error: roadmap `demo` is claimed by session peer (1h ago); "
+        "pass --force to take it over\n"
+    )
+    assert not claim_file(ws, "me").exists()
+    forced = run_cli("sessions", "claim", "demo", "--session", "me", "--force")
+    assert forced.exit_code == 0
+    assert "took roadmap `demo` over from session peer" in forced.output
+    assert not claim_file(ws, "peer").exists()
+
+
+def test_old_peer_claim_does_not_block(ws: Path, clock: list[float]) -> None:
+    run_cli("sessions", "claim", "demo", "--session", "peer")
+    clock.append(T0 + 4 * 3600)
+    assert run_cli("sessions", "claim", "demo", "--session", "me").exit_code == 0
+
+
+def test_release(ws: Path, clock: list[float]) -> None:
+    run_cli("sessions", "claim", "demo", "--session", "s1")
+    result = run_cli("sessions", "release", "--session", "s1")
+    assert result.output == "released roadmap `demo` for session s1\n"
+    assert not claim_file(ws, "s1").exists()
+    assert not list((ws / "state" / "runs").glob("*.json"))
+    assert run_cli("sessions", "release", "--session", "s1").output == "session s1 holds no claim\n"
+
+
+def test_list_and_show(ws: Path, clock: list[float], snapshot: SnapshotAssertion) -> None:
+    write_roadmap(ws, "doomed", "## Phase 1\n- [ ] a\n")
+    run_cli("sessions", "claim", "demo", "--session", "s1")
+    run_cli("sessions", "claim", "doomed", "--session", "s2")
+    (ws / "roadmaps" / "doomed.md").unlink()
+    clock.append(T0 + 125)
+    listing = run_cli("sessions", "list")
+    show = run_cli("sessions", "show", "--session", "s1")
+    assert (listing.output, show.output) == snapshot
+    rows = json.loads(run_cli("sessions", "list", "--json").output)
+    assert [(r["slug"], r["stale"]) for r in rows] == [("demo", False), ("doomed", True)]
+    shown = json.loads(run_cli("sessions", "show", "--session", "s1", "--json").output)
+    assert shown["progress"]["open"] == 3
+    assert shown["run"]["iterations"] == 0
+
+
+def test_list_and_show_when_empty(ws: Path) -> None:
+    assert run_cli("sessions", "list").output == "no claims\n"
+    assert run_cli("sessions", "show", "--session", "x").output == "session x holds no claim\n"
+    assert run_cli("sessions", "show", "--session", "x", "--json").output == "null\n"
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"AGENTCFG_SESSION_ID": "a", "CLAUDE_CODE_SESSION_ID": "b", "CODEX_SESSION_ID": "c"}, "a"),
+        ({"CLAUDE_CODE_SESSION_ID": "b", "CODEX_SESSION_ID": "c"}, "b"),
+        ({"CODEX_SESSION_ID": "c", "GEMINI_SESSION_ID": "d"}, "c"),
+        ({"GEMINI_SESSION_ID": "d"}, "d"),
+    ],
+)
+def test_session_id_precedence(ws: Path, env: dict[str, str], expected: str) -> None:
+    assert run_cli("sessions", "claim", "demo", env=env).exit_code == 0
+    assert claim_file(ws, expected).exists()
+    explicit = run_cli("sessions", "claim", "demo", "--session", "z", "--force", env=env)
+    assert explicit.exit_code == 0
+    assert claim_file(ws, "z").exists()
+
+
+def test_no_session_id_is_one_clear_line(ws: Path) -> None:
+    result = run_cli("sessions", "claim", "demo")
+    assert result.exit_code == 1
+    assert result.output.startswith("agentcfg: error: no session id: pass --session")
+    assert not (ws / "state" / "claims").exists()
+
+
+@pytest.mark.parametrize("slug", ["../demo", "roadmaps/demo", "missing", "..", "/etc/passwd"])
+def test_bad_slugs_touch_no_state(ws: Path, clock: list[float], slug: str) -> None:
+    run_cli("sessions", "claim", "demo", "--session", "s1")
+    before = {p: p.read_bytes() for p in (ws / "state").rglob("*.json")}
+    result = run_cli("sessions", "claim", slug, "--session", "s1")
+    assert result.exit_code == 1
+    assert len(result.output.splitlines()) == 1
+    assert {p: p.read_bytes() for p in (ws / "state").rglob("*.json")} == before
+
+
+def test_symlink_escape_and_non_roadmap_are_refused(ws: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere.md"
+    outside.write_text("- [ ] a\n")
+    (ws / "roadmaps" / "escape.md").symlink_to(outside)
+    (ws / "roadmaps" / "folder.md").mkdir()
+    for slug in ("escape", "folder"):
+        result = run_cli("sessions", "claim", slug, "--session", "s1")
+        assert result.exit_code == 1
+        assert "not a regular file inside roadmaps/" in result.output
+
+
+def test_bad_budget_is_a_usage_error(ws: Path) -> None:
+    for option in (["--wall-clock", "soon"], ["--max-iterations", "0"]):
+        result = run_cli("sessions", "claim", "demo", "--session", "s1", *option)
+        assert result.exit_code == 2
+    assert not (ws / "state" / "claims").exists()
+
+
+def test_state_modes(ws: Path) -> None:
+    run_cli("sessions", "claim", "demo", "--session", "s1")
+    for path in (ws / "state").rglob("*"):
+        expected = 0o700 if path.is_dir() else 0o600
+        assert stat.S_IMODE(path.stat().st_mode) == expected, path
+
+
+def agentcfg(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "agentcfg", *args],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env=hook_env(root, **env),
+        timeout=60,
+        check=False,
+    )
+
+
+def test_claim_and_release_as_real_processes(ws: Path) -> None:
+    made = agentcfg(ws, "sessions", "claim", "demo", CLAUDE_CODE_SESSION_ID="proc")
+    assert made.returncode == 0, made.stderr
+    assert claim_file(ws, "proc").exists()
+    listed = agentcfg(ws, "sessions", "list", "--json")
+    assert json.loads(listed.stdout)[0]["session"] == "proc"
+    bad = agentcfg(ws, "sessions", "claim", "../etc")
+    assert bad.returncode == 1
+    assert bad.stderr.count("\n") == 1
+    assert "Traceback" not in bad.stderr
+    gone = agentcfg(ws, "sessions", "release", CLAUDE_CODE_SESSION_ID="proc")
+    assert gone.returncode == 0
+    assert not claim_file(ws, "proc").exists()
+
+
+def test_sixteen_processes_claiming_and_releasing(ws: Path) -> None:
+    for n in range(16):
+        write_roadmap(ws, f"r{n}", "## Phase 1\n- [ ] a\n")
+
+    def work(n: int) -> int:
+        session = f"s{n}"
+        code = agentcfg(ws, "sessions", "claim", f"r{n}", "--session", session).returncode
+        if n % 2:  # odd sessions release again
+            code |= agentcfg(ws, "sessions", "release", "--session", session).returncode
+        return code
+
+    with ThreadPoolExecutor(16) as pool:
+        assert list(pool.map(work, range(16))) == [0] * 16
+    left = sorted(
+        json.loads(p.read_text())["session_id"] for p in (ws / "state" / "claims").glob("*.json")
+    )
+    assert left == sorted(f"s{n}" for n in range(0, 16, 2))
+    runs = sorted(p.name for p in (ws / "state" / "runs").glob("*.json"))
+    assert runs == sorted(f"{claims.session_key(f's{n}')}-r{n}.json" for n in range(0, 16, 2))
+    assert not [p for p in (ws / "state").rglob("*.tmp")]
+
+
+def test_stale_claim_is_ignored(ws: Path) -> None:
+    run_cli("sessions", "claim", "demo", "--session", "s1")
+    (ws / "roadmaps" / "demo.md").unlink()
+    found = claims.read_claim(Workspace(ws), claims.session_key("s1"))
+    assert found is not None
+    assert claims.is_stale(Workspace(ws), found)
+    assert os.path.exists(claim_file(ws, "s1"))
