@@ -43,6 +43,8 @@ class RunState:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunState | None:
         """A run state from its JSON, or None when any field has the wrong shape."""
+        if not data.keys() >= _FIELDS:
+            return None
         number = (int, float)
         checks = (
             isinstance(data.get("started_at"), number),
@@ -66,6 +68,9 @@ class RunState:
             None if data["last_engaged_at"] is None else float(data["last_engaged_at"]),
             data["halted"],
         )
+
+
+_FIELDS = frozenset(RunState.__dataclass_fields__)
 
 
 def _count(value: object) -> bool:

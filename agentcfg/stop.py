@@ -33,6 +33,7 @@ class HookContext:
         self.env = env
         self.now = now
         self.key = claims.session_key(event.session_id)
+        self.problem: str | None = None  # why a claimed roadmap could not be read
 
     @cached_property
     def claim(self) -> claims.Claim | None:
@@ -47,7 +48,7 @@ class HookContext:
         try:
             return roadmaps.load(self.ws, self.claim.slug)
         except AgentcfgError as exc:
-            self.log("error", reason=str(exc))
+            self.problem = str(exc)
             return None
 
     @cached_property
@@ -128,6 +129,8 @@ def decide(ctx: HookContext) -> Verdict:
     from agentcfg.concerns import REGISTRY
 
     verdict, outcomes = run_chain(ctx, ctx.config.chain, REGISTRY)
+    if ctx.problem is not None:
+        ctx.log("error", reason=ctx.problem)
     for outcome in outcomes:
         if outcome.error is not None:
             ctx.log("concern-error", concern=outcome.entry.name, error=outcome.error)

@@ -64,12 +64,12 @@ def status_command(slug: str, as_json: bool) -> None:
     for phase in phases:
         click.echo(f"  {phase['title'] or 'Steps':<{width}}  {_progress(phase)}")
     click.echo(f"  {'Total':<{width}}  {_progress(data)}")
-    click.echo(_next_lines(data["next"], data["open"]))
+    click.echo(_next_lines(data["next"], data["blocked"]))
 
 
-def _next_lines(step: dict[str, Any] | None, open_count: int) -> str:
+def _next_lines(step: dict[str, Any] | None, blocked: int) -> str:
     if step is None:
-        return "next: nothing open" + ("" if open_count == 0 else " that is not blocked")
+        return "next: nothing open" + (f" ({blocked} blocked-by)" if blocked else "")
     verify = step["verify"] or "(no verify line)"
     return f"next: **{step['id']}** {step['text']}\n  verify: {verify}"
 

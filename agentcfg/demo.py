@@ -1,0 +1,238 @@
+"""A simulated Claude Code host, and `make demo`: a run played end to end with real hook processes.
+
+The host writes a transcript in Claude Code's JSONL shape, fires `agentcfg hook stop` as a
+subprocess with a Stop payload, and reads the answer the way the real host does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+_NEXT = re.compile(r"^Next step: \*\*(?P<id>[^*]+)\*\*", re.M)
+_ANSI = {
+    "bold": "\033[1m",
+    "dim": "\033[2m",
+    "red": "\033[31m",
+    "green": "\033[32m",
+    "off": "\033[0m",
+}
+
+
+@dataclass(frozen=True)
+class FireResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def blocked(self) -> bool:
+        return self.exit_code == 2
+
+    @property
+    def next_step(self) -> str | None:
+        found = _NEXT.search(self.stderr)
+        return found.group("id") if found else None
+
+
+class SimulatedHost:
+    """One Claude Code session in a workspace: human turns, replies, tool calls and Stop fires."""
+
+    def __init__(
+        self, root: Path, session_id: str | None = None, env: dict[str, str] | None = None
+    ):
+        self.root = root
+        self.session_id = session_id or str(uuid.uuid4())
+        self.transcript = root / ".host" / f"{self.session_id}.jsonl"
+        self.transcript.parent.mkdir(parents=True, exist_ok=True)
+        self.transcript.touch()
+        self.prompt_id = ""
+        self.last_message = ""
+        self.fires_in_turn = 0
+        self.env = {**os.environ, **(env or {}), "AGENTCFG_ROOT": str(root)}
+
+    def _append(self, record: dict[str, Any]) -> None:
+        record.update(sessionId=self.session_id, uuid=str(uuid.uuid4()), isSidechain=False)
+        with self.transcript.open("a") as handle:
+            handle.write(json.dumps(record) + "\n")
+
+    def human(self, text: str) -> None:
+        """A person speaks: a new prompt id, a new turn."""
+        self.prompt_id = str(uuid.uuid4())
+        self.fires_in_turn = 0
+        self._append(
+            {
+                "type": "user",
+                "promptId": self.prompt_id,
+                "message": {"role": "user", "content": text},
+            }
+        )
+
+    def tool(self, command: str, output: str = "") -> None:
+        """The agent runs a Bash command in this turn."""
+        call = str(uuid.uuid4())
+        block = {"type": "tool_use", "id": call, "name": "Bash", "input": {"command": command}}
+        self._append({"type": "assistant", "message": {"role": "assistant", "content": [block]}})
+        result = {"type": "tool_result", "tool_use_id": call, "content": output}
+        self._append(
+            {
+                "type": "user",
+                "promptId": self.prompt_id,
+                "message": {"role": "user", "content": [result]},
+            }
+        )
+
+    def reply(self, text: str) -> None:
+        self.last_message = text
+        self._append(
+            {
+                "type": "assistant",
+                "message": {"role": "assistant", "content": [{"type": "text", "text": text}]},
+            }
+        )
+
+    def payload(self, **changes: Any) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "session_id": self.session_id,
+            "transcript_path": str(self.transcript),
+            "cwd": str(self.root),
+            "prompt_id": self.prompt_id,
+            "permission_mode": "default",
+            "hook_event_name": "Stop",
+            "stop_hook_active": self.fires_in_turn > 0,
+            "last_assistant_message": self.last_message,
+            "background_tasks": [],
+            "session_crons": [],
+        }
+        data.update(changes)
+        return data
+
+    def fire(self, feedback: bool = True, **changes: Any) -> FireResult:
+        """Run the stop hook as a real subprocess; a block feeds its text back as the host does.
+
+        `feedback=False` leaves the transcript as it was, as when a host fires twice for one reply.
+        """
+        proc = subprocess.run(
+            [sys.executable, "-m", "agentcfg", "hook", "stop"],
+            input=json.dumps(self.payload(**changes)),
+            capture_output=True,
+            text=True,
+            env=self.env,
+            cwd=self.root,
+            timeout=60,
+            check=False,
+        )
+        self.fires_in_turn += 1
+        result = FireResult(proc.returncode, proc.stdout, proc.stderr)
+        if result.blocked and feedback:
+            text = f"Stop hook feedback:\n[agentcfg hook stop]: {result.stderr}"
+            self._append(
+                {
+                    "type": "user",
+                    "isMeta": True,
+                    "promptId": self.prompt_id,
+                    "message": {"role": "user", "content": text},
+                }
+            )
+        return result
+
+    def claim(self, slug: str, *args: str) -> subprocess.CompletedProcess[str]:
+        """`agentcfg sessions claim` from inside the agent's Bash tool (session id from env)."""
+        env = {**self.env, "CLAUDE_CODE_SESSION_ID": self.session_id}
+        self.tool(f"agentcfg sessions claim {slug}")
+        return subprocess.run(
+            [sys.executable, "-m", "agentcfg", "sessions", "claim", slug, *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=self.root,
+            timeout=60,
+            check=False,
+        )
+
+
+def mark_done(roadmap: Path, step_id: str) -> None:
+    """Flip the `[ ]` of the step whose bold id is `step_id` to `[x]`."""
+    text = roadmap.read_text()
+    pattern = re.compile(rf"^(\s*(?:[-*+]|\d+[.)])\s+)\[ \](\s+\*\*{re.escape(step_id)}\*\*)", re.M)
+    updated, count = pattern.subn(r"\1[x]\2", text, count=1)
+    if count != 1:
+        raise ValueError(f"no open step {step_id} in {roadmap}")
+    roadmap.write_text(updated)
+
+
+def _say(color: str, text: str) -> None:
+    tty = sys.stdout.isatty()
+    print(f"{_ANSI[color]}{text}{_ANSI['off']}" if tty else text, flush=True)
+
+
+def _work_until_allowed(host: SimulatedHost, roadmap: Path) -> None:
+    """End turns until the hook allows one, doing whatever step each continuation names."""
+    for _ in range(20):
+        _say("bold", f"\n-- the agent ends its turn: stop hook fires ({host.last_message!r})")
+        result = host.fire()
+        if not result.blocked:
+            _say("green", f"exit {result.exit_code}: the stop is allowed; the agent may rest.")
+            return
+        _say("red", f"exit 2: the stop is blocked; the agent reads:\n{result.stderr.rstrip()}")
+        step = result.next_step
+        if step is None:
+            return
+        host.tool(f"# work on step {step}, then run its verify line")
+        mark_done(roadmap, step)
+        _say("dim", f"   (the agent does step {step}, runs its verify line and marks the box)")
+        host.reply(f"Step {step} is finished and its verify line passed.")
+
+
+def main() -> int:
+    source = Path(__file__).resolve().parent.parent / "roadmaps" / "demo.md"
+    with tempfile.TemporaryDirectory(prefix="agentcfg-demo-") as folder:
+        root = Path(folder)
+        (root / "roadmaps").mkdir()
+        shutil.copy(source, root / "roadmaps" / "demo.md")
+        host = SimulatedHost(root)
+        _say("bold", f"A simulated Claude Code session ({host.session_id[:8]}) in {root}")
+        host.human("Work through roadmaps/demo.md.")
+        claimed = host.claim("demo")
+        _say("dim", "$ agentcfg sessions claim demo\n" + claimed.stdout.rstrip())
+        host.reply("Claimed the demo roadmap. Stopping here for now.")
+        roadmap = root / "roadmaps" / "demo.md"
+        _work_until_allowed(host, roadmap)
+        _say("bold", "\n-- a person settles the cache design and unblocks step 2.2")
+        roadmap.write_text(roadmap.read_text().replace(" <!-- blocked-by: cache-design -->", ""))
+        host.human("The cache design is settled: 2.2 is yours now.")
+        host.reply("Understood; 2.2 is unblocked.")
+        _work_until_allowed(host, roadmap)
+        _say("bold", "\n-- the ledger, state/run-continuation.jsonl:")
+        for line in (root / "state" / "run-continuation.jsonl").read_text().splitlines():
+            event = json.loads(line)
+            _say(
+                "dim",
+                f"   {event['event']:<22} iteration={event['iterations']} open={event['open']} "
+                f"blocked={event['blocked']}"
+                + (f" step={event['step']}" if "step" in event else ""),
+            )
+        status = subprocess.run(
+            [sys.executable, "-m", "agentcfg", "roadmap", "status", "demo"],
+            capture_output=True,
+            text=True,
+            cwd=root,
+            env=host.env,
+            check=False,
+        )
+        _say("bold", "\n-- agentcfg roadmap status demo:")
+        print(status.stdout.rstrip())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
