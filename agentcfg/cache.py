@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 from collections.abc import Callable
-from typing import Any, TypeVar
 
 from agentcfg import state
+from agentcfg.preflight import sha256_hex
 from agentcfg.workspace import Workspace
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for every import
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
+
 VERSION = 1
-T = TypeVar("T")
+CACHE_LIMIT = 64 * 1024 * 1024
 
 
 def through(
@@ -29,20 +34,20 @@ def through(
     costs a rebuild.
     """
     path, size, mtime_ns = identity
-    name = hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()[:24]
+    name = sha256_hex(path.encode("utf-8", "surrogateescape"))[:24]
     entry = ws.state / "cache" / f"{kind}-{name}.json"
     key = {
         "version": VERSION,
         "size": size,
         "mtime_ns": mtime_ns,
-        "sha256": hashlib.sha256(source).hexdigest(),
+        "sha256": sha256_hex(source),
     }
-    hit = state.read_json(entry)
+    hit = state.read_json(entry, limit=CACHE_LIMIT)
     if hit is not None and all(hit.get(k) == v for k, v in key.items()):
         restored = restore(hit.get("value"))
         if restored is not None:
             return restored
     value = build()
     with contextlib.suppress(OSError, TypeError, ValueError):
-        state.write_json(entry, {**key, "value": dump(value)})
+        state.write_json(entry, {**key, "value": dump(value)}, compact=True)
     return value

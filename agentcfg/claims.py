@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from agentcfg import state
 from agentcfg.errors import ClaimError, RoadmapError
 from agentcfg.ladder import RunState
+from agentcfg.preflight import session_key as session_key
 from agentcfg.workspace import Workspace, normalise_slug
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for every import
+    from typing import Any
 
 PEER_WINDOW = 4 * 3600.0
 SESSION_ENV = (
@@ -20,10 +23,6 @@ SESSION_ENV = (
     "CODEX_SESSION_ID",
     "GEMINI_SESSION_ID",
 )
-
-
-def session_key(session_id: str) -> str:
-    return hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def resolve_session(explicit: str | None, env: Mapping[str, str]) -> str:

@@ -9,10 +9,13 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from agentcfg import cache
 from agentcfg.workspace import Workspace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for every import
+    from typing import Any
 
 MODES = ("enforce", "shadow", "off")
 CONCERNS = ("turn-end-gate", "run-continuation")

@@ -11,16 +11,18 @@ import contextlib
 import signal
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
 
 from agentcfg.config import ChainEntry
 from agentcfg.hosts.base import ALLOW, Verdict
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for every import
+    from typing import Any, Protocol
 
-class Concern(Protocol):
-    name: str
+    class Concern(Protocol):
+        name: str
 
-    def check(self, ctx: Any) -> Verdict: ...
+        def check(self, ctx: Any) -> Verdict: ...
 
 
 class ConcernTimeout(Exception):

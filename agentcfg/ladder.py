@@ -6,7 +6,10 @@ No I/O, no clock, no environment: the caller passes `now` in the fire and persis
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for every import
+    from typing import Any
 
 DUPLICATE_WINDOW = 60.0
 MAX_REPEATS = 2

@@ -48,14 +48,19 @@ def loads(text: str) -> object:
     return value
 
 
-def session_key(session_id: str) -> str:
-    """The first 32 hex digits of sha256(session id): the session's file name in state/."""
+def sha256_hex(data: bytes) -> str:
+    """sha256 in hex, from the builtin module where there is one: hashlib loads OpenSSL."""
     try:
-        from _sha256 import sha256  # type: ignore[import-not-found]  # no OpenSSL load
+        from _sha256 import sha256  # type: ignore[import-not-found]
     except ImportError:  # pragma: no cover - builds without it
         from hashlib import sha256
-    digest: str = sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()
-    return digest[:32]
+    digest: str = sha256(data).hexdigest()
+    return digest
+
+
+def session_key(session_id: str) -> str:
+    """The first 32 hex digits of sha256(session id): the session's file name in state/."""
+    return sha256_hex(session_id.encode("utf-8", "surrogatepass"))[:32]
 
 
 def locate_root(cwd: str, env: Mapping[str, str]) -> str:

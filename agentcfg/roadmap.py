@@ -9,9 +9,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for every import
+    from typing import Any
+
     from markdown_it.token import Token
 
 MODES = ("autonomous", "phase-checkpoints", "interactive")
@@ -111,9 +113,10 @@ def count(steps: Iterable[Step]) -> Counts:
 def scan(roadmap: Roadmap) -> Scan:
     """Counts, the next open unblocked step, and per-phase counts."""
     next_step = next((s for s in roadmap.steps if s.is_open), None)
-    per_phase = tuple(
-        (phase, count(s for s in roadmap.steps if s.phase == phase.id)) for phase in roadmap.phases
-    )
+    by_phase: dict[str, list[Step]] = {phase.id: [] for phase in roadmap.phases}
+    for step in roadmap.steps:
+        by_phase.setdefault(step.phase, []).append(step)
+    per_phase = tuple((phase, count(by_phase[phase.id])) for phase in roadmap.phases)
     return Scan(count(roadmap.steps), next_step, per_phase)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
 from agentcfg import cache
 from agentcfg.errors import RoadmapError
@@ -20,6 +19,10 @@ from agentcfg.roadmap import (
     scan,
 )
 from agentcfg.workspace import ROADMAP_LIMIT, Workspace, decode
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for every import
+    from typing import Any
 
 
 def load(ws: Workspace, slug: str) -> Roadmap:

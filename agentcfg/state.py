@@ -8,14 +8,16 @@ import fcntl
 import json
 import os
 import stat
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from agentcfg.errors import StateError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for every import
+    from typing import Any
 
 STATE_FILE_LIMIT = 1024 * 1024
 LOCK_TIMEOUT = 5.0
@@ -28,11 +30,20 @@ def ensure_dir(path: Path) -> Path:
     return path
 
 
-def write_json(path: Path, data: Any) -> None:
-    """Write JSON atomically: temp file in the same folder, fsync, os.replace; mode 0600."""
+def write_json(path: Path, data: Any, compact: bool = False) -> None:
+    """Write JSON atomically: temp file in the same folder, fsync, os.replace; mode 0600.
+
+    `compact` skips indentation, which also keeps json on its fast C encoder.
+    """
     ensure_dir(path.parent)
-    payload = (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    text = (
+        json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+        if compact
+        else json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False)
+    )
+    payload = (text + "\n").encode()
+    temp = path.parent / f".{path.name}.{os.urandom(6).hex()}.tmp"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
@@ -46,7 +57,9 @@ def write_json(path: Path, data: Any) -> None:
 
 
 def read_json(
-    path: Path, valid: Callable[[dict[str, Any]], bool] | None = None
+    path: Path,
+    valid: Callable[[dict[str, Any]], bool] | None = None,
+    limit: int = STATE_FILE_LIMIT,
 ) -> dict[str, Any] | None:
     """A JSON object from a state file, or None when absent, odd, oversized or a symlink."""
     try:
@@ -57,10 +70,10 @@ def read_json(
         with os.fdopen(fd, "rb") as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
                 return None
-            raw = handle.read(STATE_FILE_LIMIT + 1)
+            raw = handle.read(limit + 1)
     except OSError:
         return None
-    if len(raw) > STATE_FILE_LIMIT:
+    if len(raw) > limit:
         return None
     try:
         data = json.loads(raw)

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Mapping
 from functools import cached_property
-from typing import Any
 
 from agentcfg import claims, roadmaps, state
 from agentcfg.config import Config
@@ -16,9 +14,14 @@ from agentcfg.errors import AgentcfgError
 from agentcfg.hosts import adapter
 from agentcfg.hosts.base import Answer, StopEvent, Verdict
 from agentcfg.ladder import Caps
+from agentcfg.preflight import sha256_hex
 from agentcfg.roadmap import Roadmap, Scan, scan
 from agentcfg.transcript import TurnInfo, read_turn
 from agentcfg.workspace import Workspace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for every import
+    from typing import Any
 
 
 class HookContext:
@@ -80,7 +83,7 @@ class HookContext:
             size = os.stat(self.event.transcript_path).st_size if self.event.transcript_path else 0
         except (OSError, ValueError):
             size = 0
-        digest = hashlib.sha256(self.final_message.encode("utf-8", "replace")).hexdigest()[:16]
+        digest = sha256_hex(self.final_message.encode("utf-8", "replace"))[:16]
         return f"{self.turn}|{digest}|{size}"
 
     @property

@@ -10,7 +10,10 @@ import json
 import os
 import stat
 from dataclasses import dataclass
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for every import
+    from typing import Any
 
 TAIL = 8 * 1024 * 1024
 _USER = (b'"type":"user"', b'"type": "user"')

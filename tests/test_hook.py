@@ -293,3 +293,55 @@ def test_bad_command_line_is_a_usage_error(ws: Path) -> None:
     result = fire(ws, fixture_payload(1, ws), "--host", "vim")
     assert result.returncode == 2
     assert result.stderr.startswith("usage: agentcfg hook stop")
+
+
+def test_promissory_closing_is_refused_once_per_turn(ws: Path, snapshot: SnapshotAssertion) -> None:
+    host = SimulatedHost(ws)
+    host.human("go")
+    host.claim("demo")
+    host.reply("Fixed the parser. Now I'll run the tests.")
+    first = host.fire()
+    assert first.exit_code == 2
+    assert first.stderr == snapshot
+    host.reply("Next, I will run the tests.")
+    second = host.fire()
+    assert second.stderr.startswith("run-continuation:")
+    assert [e.get("detector") for e in ledger(ws) if e["event"] == "refused"] == ["promissory-closing"]
+
+
+def test_unverified_completion_needs_a_command_in_the_turn(ws: Path) -> None:
+    host = SimulatedHost(ws)
+    host.human("go")
+    host.claim("demo")
+    host.human("Is it finished?")
+    host.reply("All tests pass.")
+    refused = host.fire()
+    assert refused.stderr.startswith("turn-end-gate: your last message claims")
+    host.human("Check again.")
+    host.tool("make test", "182 passed")
+    host.reply("All tests pass.")
+    assert host.fire().stderr.startswith("run-continuation:")
+    assert [e["detector"] for e in ledger(ws) if e["event"] == "refused"] == ["unverified-completion"]
+
+
+def test_gate_scope_always_acts_without_a_claim(ws: Path) -> None:
+    (ws / "agentcfg.yaml").write_text("turn_end_gate: {scope: always}\n")
+    host = SimulatedHost(ws)
+    host.human("go")
+    host.reply("Let me run the linter now.")
+    result = host.fire()
+    assert result.exit_code == 2
+    assert result.stderr.startswith("turn-end-gate: your last message promises work")
+    (ws / "agentcfg.yaml").write_text("turn_end_gate: {scope: claimed}\n")
+    host.human("again")
+    host.reply("Let me run the linter now.")
+    assert host.fire().exit_code == 0
+
+
+def test_detectors_can_be_switched_off(ws: Path) -> None:
+    (ws / "agentcfg.yaml").write_text("turn_end_gate: {promissory-closing: false}\n")
+    host = SimulatedHost(ws)
+    host.human("go")
+    host.claim("demo")
+    host.reply("Now I'll run the tests.")
+    assert host.fire().stderr.startswith("run-continuation:")

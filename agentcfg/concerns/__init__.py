@@ -6,7 +6,10 @@ from collections.abc import Callable
 
 from agentcfg.concerns.run_continuation import RunContinuation
 from agentcfg.concerns.turn_end_gate import TurnEndGate
-from agentcfg.dispatch import Concern
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from agentcfg.dispatch import Concern
 
 REGISTRY: dict[str, Callable[[], Concern]] = {
     TurnEndGate.name: TurnEndGate,

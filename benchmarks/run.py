@@ -1,0 +1,300 @@
+"""`make bench`: whole-process costs of the stop hook and `roadmap status`, beside bare Python.
+
+Each case runs as a fresh process, at least RUNS times after a warm-up, with its set-up done
+outside the timed part. Prints a table and writes benchmarks/results.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from agentcfg import claims, state
+from agentcfg.ladder import RunState
+from agentcfg.workspace import Workspace
+
+RUNS = int(os.environ.get("BENCH_RUNS", "15"))
+HERE = Path(__file__).resolve().parent
+PYTHON = sys.executable
+SCRIPT = str(Path(PYTHON).parent / "agentcfg")
+SESSION = "bench-session"
+TARGETS = {  # ratio to bare start-up, or seconds, or a ratio between two cases
+    "hook, no claim": 2.0,
+    "hook, engage, cache hit": 3.5,
+    "hook, engage, full parse (200 steps)": 12.0,
+}
+
+
+def roadmap_text(steps: int) -> str:
+    lines = ["---", "execution:", "  mode: autonomous", "---", "# Bench"]
+    for n in range(steps):
+        if n % 20 == 0:
+            lines.append(f"\n## Phase {n // 20 + 1}\n")
+        mark = "x" if n < steps // 2 else " "
+        lines.append(
+            f"- [{mark}] **{n // 20 + 1}.{n % 20 + 1}** Step {n} of the bench roadmap "
+            f"<!-- verify: pytest -k step{n} -->"
+        )
+    lines.append("\n## Acceptance criteria\n- [ ] not a step")
+    return "\n".join(lines) + "\n"
+
+
+def transcript(path: Path, size: int) -> None:
+    """A Claude Code shaped transcript of about `size` bytes ending in one human turn."""
+    tool = (
+        json.dumps(
+            {
+                "type": "assistant",
+                "message": {
+                    "content": [
+                        {
+                            "type": "tool_use",
+                            "name": "Bash",
+                            "input": {"command": "make test " + "x" * 400},
+                        }
+                    ]
+                },
+            }
+        )
+        + "\n"
+    )
+    result = (
+        json.dumps(
+            {
+                "type": "user",
+                "message": {"content": [{"type": "tool_result", "content": "ok " + "y" * 400}]},
+            }
+        )
+        + "\n"
+    )
+    human = json.dumps({"type": "user", "promptId": "p-1", "message": {"content": "go on"}}) + "\n"
+    block = (tool + result) * 64
+    with path.open("w") as handle:
+        written = 0
+        while written < size - len(block):
+            if written % (len(block) * 50) == 0:
+                handle.write(human)
+            handle.write(block)
+            written += len(block)
+        handle.write(human + tool + result)
+        handle.write(
+            json.dumps(
+                {
+                    "type": "assistant",
+                    "message": {"content": [{"type": "text", "text": "Working."}]},
+                }
+            )
+            + "\n"
+        )
+
+
+class Bench:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.env = {
+            k: v for k, v in os.environ.items() if not k.startswith(("AGENTCFG_", "CLAUDE_"))
+        }
+        self.env["AGENTCFG_ROOT"] = str(root)
+        self.ws = Workspace(root)
+        self.counter = 0
+
+    def payload(self, transcript_path: Path, prompt: bool = True) -> bytes:
+        self.counter += 1
+        data = {
+            "session_id": SESSION,
+            "transcript_path": str(transcript_path),
+            "cwd": str(self.root),
+            "hook_event_name": "Stop",
+            "stop_hook_active": False,
+            "last_assistant_message": f"Working, reply {self.counter}.",
+            "background_tasks": [],
+        }
+        if prompt:
+            data["prompt_id"] = "p-1"
+        return json.dumps(data).encode()
+
+    def fresh_run(self, slug: str) -> None:
+        key = claims.session_key(SESSION)
+        state.write_json(claims.run_path(self.ws, key, slug), RunState.fresh(time.time()).to_json())
+
+    def claim(self, slug: str) -> None:
+        claims.claim(self.ws, SESSION, slug, now=time.time(), force=True)
+
+
+def measure(
+    command: list[str],
+    stdin: Callable[[], bytes] | None = None,
+    setup: Callable[[], None] | None = None,
+    expect: int = 0,
+    env: dict[str, str] | None = None,
+    runs: int = RUNS,
+) -> dict[str, float]:
+    """Median and spread of a whole process's wall time; peak RSS of the runs."""
+    samples, peaks = [], []
+    for n in range(runs + 1):
+        if setup:
+            setup()
+        data = stdin() if stdin else b""
+        started = time.perf_counter()
+        proc = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        assert proc.stdin is not None and proc.stderr is not None
+        proc.stdin.write(data)
+        proc.stdin.close()
+        err = proc.stderr.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+        elapsed = time.perf_counter() - started
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != expect:
+            raise SystemExit(
+                f"{command}: exit {proc.returncode}, expected {expect}: {err[-500:]!r}"
+            )
+        if n:  # the first run warms the caches
+            samples.append(elapsed)
+            peaks.append(usage.ru_maxrss / 1024)
+    quartiles = statistics.quantiles(samples, n=4)
+    return {
+        "median_ms": statistics.median(samples) * 1000,
+        "p25_ms": quartiles[0] * 1000,
+        "p75_ms": quartiles[2] * 1000,
+        "min_ms": min(samples) * 1000,
+        "max_ms": max(samples) * 1000,
+        "peak_rss_mib": max(peaks),
+        "runs": len(samples),
+    }
+
+
+def main() -> int:
+    results: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="agentcfg-bench-") as folder:
+        root = Path(folder)
+        (root / "roadmaps").mkdir()
+        (root / "roadmaps" / "r200.md").write_text(roadmap_text(200))
+        for steps in (1000, 10000):
+            (root / "roadmaps" / f"r{steps}.md").write_text(roadmap_text(steps))
+        bench = Bench(root)
+        small = root / "small.jsonl"
+        transcript(small, 64 * 1024)
+        hook = [SCRIPT, "hook", "stop"]
+
+        results["python -c pass"] = measure([PYTHON, "-c", "pass"])
+        results["hook, no claim"] = measure(
+            hook,
+            lambda: bench.payload(small).replace(SESSION.encode(), b"someone-else"),
+            env=bench.env,
+        )
+        bench.claim("r200")
+        results["hook, engage, cache hit"] = measure(
+            hook,
+            lambda: bench.payload(small),
+            setup=lambda: bench.fresh_run("r200"),
+            expect=2,
+            env=bench.env,
+        )
+        r200 = root / "roadmaps" / "r200.md"
+
+        def touch_roadmap() -> None:
+            bench.fresh_run("r200")
+            with r200.open("a") as handle:
+                handle.write(" ")
+
+        results["hook, engage, full parse (200 steps)"] = measure(
+            hook, lambda: bench.payload(small), setup=touch_roadmap, expect=2, env=bench.env
+        )
+        for label, size in (("1 MiB", 1 << 20), ("256 MiB", 256 << 20)):
+            path = root / f"t-{label.replace(' ', '')}.jsonl"
+            transcript(path, size)
+            results[f"hook, engage, {label} transcript, no turn id"] = measure(
+                hook,
+                lambda p=path: bench.payload(p, prompt=False),  # type: ignore[misc]
+                setup=lambda: bench.fresh_run("r200"),
+                expect=2,
+                env=bench.env,
+            )
+            path.unlink()
+        for steps in (1000, 10000):
+            results[f"roadmap status, {steps} steps"] = measure(
+                [SCRIPT, "roadmap", "status", f"r{steps}"], env=bench.env
+            )
+            cache = root / "state" / "cache"
+            results[f"roadmap status, {steps} steps, uncached"] = measure(
+                [SCRIPT, "roadmap", "status", f"r{steps}"],
+                env=bench.env,
+                setup=lambda c=cache: [p.unlink() for p in c.glob("roadmap-*.json")],  # type: ignore[misc]
+            )
+    report(results)
+    return 0
+
+
+def report(results: dict[str, dict[str, float]]) -> None:
+    base = results["python -c pass"]["median_ms"]
+    rows = []
+    print(f"{'case':<52} {'median':>9} {'p25-p75':>15} {'x python':>9} {'peak MiB':>9}  target")
+    for name, r in results.items():
+        ratio = r["median_ms"] / base
+        target = TARGETS.get(name)
+        verdict = "" if target is None else f"<= {target}x {'ok' if ratio <= target else 'MISSED'}"
+        rows.append({"case": name, **r, "ratio": ratio, "target": target})
+        print(
+            f"{name:<52} {r['median_ms']:>7.1f}ms {r['p25_ms']:>6.1f}-{r['p75_ms']:<6.1f}ms "
+            f"{ratio:>8.2f}x {r['peak_rss_mib']:>9.1f}  {verdict}"
+        )
+    checks = derived(results)
+    for line in checks:
+        print(line["text"])
+    (HERE / "results.json").write_text(
+        json.dumps(
+            {
+                "python": platform.python_version(),
+                "machine": platform.machine(),
+                "cpus": os.cpu_count(),
+                "runs": RUNS,
+                "cases": rows,
+                "checks": checks,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    print(f"written to {HERE / 'results.json'}")
+
+
+def derived(results: dict[str, dict[str, float]]) -> list[dict[str, object]]:
+    big = results["hook, engage, 256 MiB transcript, no turn id"]
+    small = results["hook, engage, 1 MiB transcript, no turn id"]
+    s1k = results["roadmap status, 1000 steps, uncached"]["median_ms"]
+    s10k = results["roadmap status, 10000 steps, uncached"]["median_ms"]
+    out = []
+    for name, value, target, unit in (
+        ("256 MiB / 1 MiB transcript", big["median_ms"] / small["median_ms"], 1.3, "x"),
+        ("peak memory, 256 MiB transcript", big["peak_rss_mib"], 64, " MiB"),
+        ("roadmap status, 10,000 steps, uncached", s10k / 1000, 1.5, " s"),
+        ("10,000 / 1,000 steps", s10k / s1k, 12, "x"),
+    ):
+        ok = "ok" if value <= target else "MISSED"
+        out.append(
+            {
+                "check": name,
+                "value": value,
+                "target": target,
+                "text": f"{name:<52} {value:>9.2f}{unit}   target <= {target}{unit} {ok}",
+            }
+        )
+    return out
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,93 @@
+"""Configuration: defaults, the file, env overrides, and invalid values replaced by defaults."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentcfg.config import ChainEntry, Config, format_duration, load_config, parse_duration
+from agentcfg.workspace import Workspace
+
+
+def load(root: Path, text: str | None, env: dict[str, str] | None = None) -> Config:
+    if text is not None:
+        (root / "agentcfg.yaml").write_text(text)
+    return load_config(Workspace(root), env or {})
+
+
+def test_defaults_without_a_file(tmp_path: Path) -> None:
+    config = load(tmp_path, None)
+    assert config == Config()
+    assert (config.max_iterations, config.wall_clock, config.stall_window) == (25, 14400.0, 3)
+    assert config.problems == ()
+
+
+def test_the_file_is_read(tmp_path: Path) -> None:
+    config = load(
+        tmp_path,
+        "mode: shadow\nladder: {max_iterations: 5, wall_clock: 30m, stall_window: 2}\n"
+        "chain:\n  stop:\n    - run-continuation\n    - {name: turn-end-gate, severity: advisory}\n"
+        "turn_end_gate: {scope: always, deference: false}\n",
+    )
+    assert (config.mode, config.max_iterations, config.wall_clock, config.stall_window) == (
+        "shadow", 5, 1800.0, 2
+    )  # fmt: skip
+    assert config.chain == (ChainEntry("run-continuation"), ChainEntry("turn-end-gate", "advisory"))
+    assert config.gate_scope == "always"
+    assert "deference" not in config.detectors
+    assert config.problems == ()
+
+
+def test_env_overrides_win(tmp_path: Path) -> None:
+    env = {"AGENTCFG_MODE": "off", "AGENTCFG_MAX_ITERATIONS": "7", "AGENTCFG_WALL_CLOCK": "1h"}
+    config = load(tmp_path, "mode: shadow\nladder: {max_iterations: 5}\n", env)
+    assert (config.mode, config.max_iterations, config.wall_clock) == ("off", 7, 3600.0)
+
+
+def test_invalid_values_fall_back_to_defaults_and_are_reported(tmp_path: Path) -> None:
+    config = load(
+        tmp_path,
+        "mode: loud\nladder: {max_iterations: -1, wall_clock: soon, stall_window: true}\n"
+        "chain: {stop: [run-continuation, telepathy]}\nturn_end_gate: {scope: never, colour: red}\n"
+        "extra: 1\n",
+    )
+    assert (config.mode, config.max_iterations, config.wall_clock, config.stall_window) == (
+        "enforce", 25, 14400.0, 3
+    )  # fmt: skip
+    assert config.chain == (ChainEntry("run-continuation"),)
+    assert config.gate_scope == "claimed"
+    assert len(config.problems) == 8
+
+
+@pytest.mark.parametrize("text", ["mode: [", "- a list\n", "\x00", "a: !!python/object:os.system {}\n"])
+def test_unreadable_file_means_defaults(tmp_path: Path, text: str) -> None:
+    config = load(tmp_path, text)
+    assert config == Config()
+    assert len(config.problems) == 1
+
+
+def test_parsed_config_is_cached_and_refreshed_on_change(tmp_path: Path) -> None:
+    assert load(tmp_path, "mode: shadow\n").mode == "shadow"
+    assert list((tmp_path / "state" / "cache").glob("config-*.json"))
+    assert load(tmp_path, None).mode == "shadow"  # from the cache
+    assert load(tmp_path, "mode: off\n# longer\n").mode == "off"
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("90", 90.0), (90, 90.0), ("30m", 1800.0), ("4h", 14400.0), ("1h30m", 5400.0), ("2d", 172800.0)],
+)
+def test_durations(text: str | int, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "soon", "0", "-5", "1x", True, None, "h"])
+def test_bad_durations(text: object) -> None:
+    assert parse_duration(text) is None
+
+
+def test_format_duration() -> None:
+    assert [format_duration(s) for s in (5, 125, 3600, 5400, 90000)] == [
+        "5s", "2m", "1h", "1h30m", "1d1h"
+    ]  # fmt: skip

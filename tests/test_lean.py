@@ -1,0 +1,47 @@
+"""The stop hook's common path stays lean: no click, ruamel.yaml or markdown-it is loaded."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import fixture_payload, hook_env, run_cli
+
+PROBE = """
+import io, json, sys
+sys.stdin = io.TextIOWrapper(io.BytesIO(sys.argv[1].encode()))
+from agentcfg.entry import main
+code = main(["hook", "stop"])
+heavy = sorted(m for m in ("click", "ruamel", "ruamel.yaml", "markdown_it", "typing", "hashlib")
+               if m in sys.modules)
+print(json.dumps({"code": code, "heavy": heavy}), file=sys.stderr)
+"""
+
+
+def probe(root: Path, payload: dict[str, object]) -> dict[str, object]:
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(payload)],
+        capture_output=True,
+        text=True,
+        env=hook_env(root),
+        cwd=root,
+        check=False,
+    )
+    result: dict[str, object] = json.loads(proc.stderr.strip().splitlines()[-1])
+    return result
+
+
+def test_no_claim_path_imports_nothing_heavy(ws: Path) -> None:
+    (ws / "agentcfg.yaml").write_text("mode: enforce\n")
+    result = probe(ws, fixture_payload(1, ws))
+    assert result == {"code": 0, "heavy": []}
+
+
+def test_engage_with_a_warm_cache_loads_no_parser(ws: Path) -> None:
+    run_cli("sessions", "claim", "demo", "--session", str(fixture_payload(1, ws)["session_id"]))
+    run_cli("roadmap", "status", "demo")  # warms the parse cache
+    result = probe(ws, fixture_payload(1, ws))
+    assert result["code"] == 2
+    assert result["heavy"] == []
