@@ -60,7 +60,9 @@ def test_invalid_values_fall_back_to_defaults_and_are_reported(tmp_path: Path) -
     assert len(config.problems) == 8
 
 
-@pytest.mark.parametrize("text", ["mode: [", "- a list\n", "\x00", "a: !!python/object:os.system {}\n"])
+@pytest.mark.parametrize(
+    "text", ["mode: [", "- a list\n", "\x00", "a: !!python/object:os.system {}\n"]
+)
 def test_unreadable_file_means_defaults(tmp_path: Path, text: str) -> None:
     config = load(tmp_path, text)
     assert config == Config()
@@ -76,7 +78,14 @@ def test_parsed_config_is_cached_and_refreshed_on_change(tmp_path: Path) -> None
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("90", 90.0), (90, 90.0), ("30m", 1800.0), ("4h", 14400.0), ("1h30m", 5400.0), ("2d", 172800.0)],
+    [
+        ("90", 90.0),
+        (90, 90.0),
+        ("30m", 1800.0),
+        ("4h", 14400.0),
+        ("1h30m", 5400.0),
+        ("2d", 172800.0),
+    ],
 )
 def test_durations(text: str | int, seconds: float) -> None:
     assert parse_duration(text) == seconds

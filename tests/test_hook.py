@@ -306,7 +306,9 @@ def test_promissory_closing_is_refused_once_per_turn(ws: Path, snapshot: Snapsho
     host.reply("Next, I will run the tests.")
     second = host.fire()
     assert second.stderr.startswith("run-continuation:")
-    assert [e.get("detector") for e in ledger(ws) if e["event"] == "refused"] == ["promissory-closing"]
+    assert [e.get("detector") for e in ledger(ws) if e["event"] == "refused"] == [
+        "promissory-closing"
+    ]
 
 
 def test_unverified_completion_needs_a_command_in_the_turn(ws: Path) -> None:
@@ -321,7 +323,9 @@ def test_unverified_completion_needs_a_command_in_the_turn(ws: Path) -> None:
     host.tool("make test", "182 passed")
     host.reply("All tests pass.")
     assert host.fire().stderr.startswith("run-continuation:")
-    assert [e["detector"] for e in ledger(ws) if e["event"] == "refused"] == ["unverified-completion"]
+    assert [e["detector"] for e in ledger(ws) if e["event"] == "refused"] == [
+        "unverified-completion"
+    ]
 
 
 def test_gate_scope_always_acts_without_a_claim(ws: Path) -> None:
