@@ -23,6 +23,7 @@ DETECTORS = ("promissory-closing", "unverified-completion", "deference", "unprov
 SCOPES = ("claimed", "always")
 SEVERITIES = ("blocking", "advisory")
 CONFIG_LIMIT = 1024 * 1024
+PLAIN_ITEMS = 32
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([dhms])")
 _UNITS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
 
@@ -126,7 +127,21 @@ def _parse_yaml(source: bytes) -> dict[str, Any]:
         return {"data": {}}
     if not isinstance(data, dict):
         return {"error": "not a mapping"}
-    return {"data": data}
+    return {"data": _plain(data)}
+
+
+def _plain(value: object, depth: int = 0) -> object:
+    """A bounded, JSON-safe copy: YAML aliases can make a small file an enormous tree."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if depth >= 4:  # chain.stop[n].name is the deepest setting
+        return "<too deep>"
+    if isinstance(value, dict):
+        items = list(value.items())[:PLAIN_ITEMS]
+        return {str(k): _plain(v, depth + 1) for k, v in items}
+    if isinstance(value, list):
+        return [_plain(v, depth + 1) for v in value[:PLAIN_ITEMS]]
+    return f"<{type(value).__name__}>"
 
 
 def validate(data: Mapping[str, Any], env: Mapping[str, str], problems: list[str]) -> Config:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -23,6 +24,11 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
         name: str
 
         def check(self, ctx: Any) -> Verdict: ...
+
+
+# The whole chain's time: hosts wait on the hook, and a stop decision that takes longer than
+# this is not worth waiting for.
+CHAIN_BUDGET = 4.0
 
 
 class ConcernTimeout(Exception):
@@ -40,8 +46,14 @@ def run_chain(
     ctx: object,
     entries: Sequence[ChainEntry],
     registry: Mapping[str, Callable[[], Concern]],
+    budget: float = CHAIN_BUDGET,
 ) -> tuple[Verdict, list[Outcome]]:
-    outcomes = [_run_one(ctx, entry, registry) for entry in entries]
+    """Run every concern, each within its own limit and all within the chain's `budget`."""
+    deadline = time.monotonic() + budget
+    outcomes = [
+        _run_one(ctx, entry, registry, min(entry.timeout, deadline - time.monotonic()))
+        for entry in entries
+    ]
     return reduce([o.verdict for o in outcomes]), outcomes
 
 
@@ -55,10 +67,12 @@ def reduce(verdicts: Sequence[Verdict]) -> Verdict:
 
 
 def _run_one(
-    ctx: object, entry: ChainEntry, registry: Mapping[str, Callable[[], Concern]]
+    ctx: object, entry: ChainEntry, registry: Mapping[str, Callable[[], Concern]], limit: float
 ) -> Outcome:
     try:
-        with _time_limit(entry.timeout):
+        if limit <= 0:
+            raise ConcernTimeout("the chain's time budget is spent")
+        with _time_limit(limit):
             verdict = registry[entry.name]().check(ctx)
         if not isinstance(verdict, Verdict):
             raise TypeError(f"{entry.name} returned {type(verdict).__name__}, not a Verdict")

@@ -16,7 +16,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-USAGE = "usage: agentcfg hook stop [--host claude|codex|gemini|cursor]\n"
+USAGE = "agentcfg: error: usage: agentcfg hook stop [--host claude|codex|gemini|cursor]\n"
 
 
 def main(argv: list[str], stdin: object = None, env: Mapping[str, str] | None = None) -> int:

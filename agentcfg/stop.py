@@ -99,14 +99,18 @@ class HookContext:
         return self.ws.state / "refusals" / f"{self.key}.json"
 
     def log(self, event: str, **fields: object) -> None:
-        """Append one ledger event with the standard fields; never fails the fire."""
-        counts = self.scan.counts if self.claim is not None and self.scan is not None else None
+        """Append one ledger event with the standard fields; never fails the fire.
+
+        It reports only what the fire has already read: logging must not start a parse.
+        """
+        known: Scan | None = self.__dict__.get("scan")  # set once the cached property ran
+        counts = known.counts if known is not None else None
         record: dict[str, object] = {
             "event": event,
             "at": state.iso(self.now),
             "run": self.key,
             "slug": self.claim.slug if self.claim else None,
-            "turn": self.turn,
+            "turn": self.__dict__.get("turn", self.event.turn_id),
             "iterations": fields.pop("iterations", None),
             "open": counts.open if counts else None,
             "blocked": counts.blocked if counts else None,

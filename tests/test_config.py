@@ -100,3 +100,15 @@ def test_format_duration() -> None:
     assert [format_duration(s) for s in (5, 125, 3600, 5400, 90000)] == [
         "5s", "2m", "1h", "1h30m", "1d1h"
     ]  # fmt: skip
+
+
+def test_a_yaml_alias_bomb_stays_small(tmp_path: Path) -> None:
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + n)}: &{chr(98 + n)} [*{chr(97 + n)}, *{chr(97 + n)}, *{chr(97 + n)}, "
+        f"*{chr(97 + n)}, *{chr(97 + n)}, *{chr(97 + n)}, *{chr(97 + n)}, *{chr(97 + n)}]\n"
+        for n in range(9)
+    )
+    config = load(tmp_path, bomb + "mode: shadow\n")
+    assert config.mode == "shadow"
+    cached = next((tmp_path / "state" / "cache").glob("config-*.json"))
+    assert cached.stat().st_size < 200_000

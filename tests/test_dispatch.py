@@ -59,6 +59,17 @@ def test_a_slow_concern_is_cut_off_and_allows() -> None:
     assert outcomes[0].error is not None and "ran out of time" in outcomes[0].error
 
 
+def test_the_chain_budget_bounds_every_concern_together() -> None:
+    seen: list[str] = []
+    reg = registry(a=Fixed("a", ALLOW, seen, sleep=5), b=Fixed("b", Verdict("block", "x"), seen))
+    started = time.monotonic()
+    verdict, outcomes = run_chain(None, [ChainEntry("a"), ChainEntry("b")], reg, budget=0.3)  # type: ignore[arg-type]
+    assert time.monotonic() - started < 2
+    assert verdict == ALLOW
+    assert seen == ["a"]  # b had no time left and did not run
+    assert [o.error is not None for o in outcomes] == [True, True]
+
+
 def test_advisory_concerns_can_only_warn() -> None:
     seen: list[str] = []
     reg = registry(a=Fixed("a", Verdict("block", "advice", "a"), seen))

@@ -292,7 +292,7 @@ def test_fail_open_when_state_cannot_be_written(claimed: Path) -> None:
 def test_bad_command_line_is_a_usage_error(ws: Path) -> None:
     result = fire(ws, fixture_payload(1, ws), "--host", "vim")
     assert result.returncode == 2
-    assert result.stderr.startswith("usage: agentcfg hook stop")
+    assert result.stderr.startswith("agentcfg: error: usage: agentcfg hook stop")
 
 
 def test_promissory_closing_is_refused_once_per_turn(ws: Path, snapshot: SnapshotAssertion) -> None:

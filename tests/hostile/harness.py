@@ -1,0 +1,105 @@
+"""Feeding the real hook hostile inputs, and what every such fire must still honour."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from agentcfg import claims
+from tests.conftest import hook_env
+
+SESSION = "hostile-session"
+TIME_LIMIT = 5.0
+EXPLAINED = ("run-continuation:", "turn-end-gate:")
+
+
+def tree(folder: Path, skip: str = "state") -> dict[str, str]:
+    """Every file under `folder` but `skip`, by path, with a digest of its bytes (or link target)."""
+    found: dict[str, str] = {}
+    for base, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if not (Path(base) == folder and d == skip)]
+        for name in files + [d for d in dirs if (Path(base) / d).is_symlink()]:
+            path = Path(base) / name
+            if path.is_symlink():
+                found[str(path)] = "link:" + os.readlink(path)
+            elif path.is_file():
+                found[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+            else:
+                found[str(path)] = "special"
+    return found
+
+
+def valid_json(path: Path) -> bool:
+    try:
+        return (
+            path.is_file() and not path.is_symlink() and json.loads(path.read_bytes()) is not None
+        )
+    except (OSError, ValueError):
+        return False
+
+
+def payload(root: Path, **changes: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "session_id": SESSION,
+        "transcript_path": str(root / "transcript.jsonl"),
+        "cwd": str(root),
+        "prompt_id": "p-1",
+        "hook_event_name": "Stop",
+        "stop_hook_active": False,
+        "last_assistant_message": "Working on it.",
+        "background_tasks": [],
+    }
+    data.update(changes)
+    return data
+
+
+def claim_file(root: Path) -> Path:
+    return root / "state" / "claims" / f"{claims.session_key(SESSION)}.json"
+
+
+def fire_hostile(
+    root: Path,
+    stdin: bytes | dict[str, Any],
+    env: dict[str, str] | None = None,
+    preexec: Callable[[], None] | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """One fire that must end in time, without a traceback, writing nowhere but state/."""
+    data = stdin if isinstance(stdin, bytes) else json.dumps(stdin).encode()
+    outside = tree(root.parent, skip=root.name)
+    inside = tree(root)
+    kept = claim_file(root).read_bytes() if claim_file(root).is_file() else None
+    valid_before = [p for p in (root / "state").rglob("*.json") if valid_json(p)]
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "agentcfg", "hook", "stop"],
+        input=data,
+        capture_output=True,
+        env=env or hook_env(root),
+        cwd=root,
+        timeout=30,
+        preexec_fn=preexec,
+        check=False,
+    )
+    elapsed = time.monotonic() - started
+    stderr = proc.stderr.decode("utf-8", "replace")
+    assert elapsed < TIME_LIMIT, f"took {elapsed:.1f}s"
+    assert "Traceback" not in stderr and "Error" not in stderr.split("\n", 1)[0], stderr[:500]
+    assert proc.returncode in (0, 2), (proc.returncode, stderr[:500])
+    if proc.returncode == 2:
+        assert stderr.startswith(EXPLAINED), stderr[:500]
+    else:
+        assert stderr == "" and proc.stdout == b""
+    assert tree(root.parent, skip=root.name) == outside, "wrote outside the workspace"
+    assert tree(root) == inside, "wrote outside state/"
+    if kept is not None:
+        assert claim_file(root).read_bytes() == kept, "the claim was changed"
+    for path in valid_before:  # no state lost: what was valid stays valid (a finished run may go)
+        assert valid_json(path) or (not path.exists() and path.parent.name == "runs"), path
+    return proc

@@ -1,0 +1,122 @@
+"""Sequences of fires, box flips, new human turns, clock jumps and re-claims, explored by hypothesis.
+
+Runs the real decision (state files, locks, ledger) in-process with a controlled clock.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
+from agentcfg import claims, stop
+from agentcfg.config import Config
+from agentcfg.hosts.base import StopEvent
+from agentcfg.roadmap import parse_roadmap, scan
+from agentcfg.workspace import Workspace
+
+MAX_ITERATIONS = 4
+ROADMAP = """---
+execution: {mode: autonomous}
+---
+## Phase 1
+- [ ] **1.1** one <!-- verify: true -->
+- [ ] **1.2** two
+- [ ] **1.3** three <!-- blocked-by: x -->
+## Phase 2
+- [ ] **2.1** four
+"""
+BOX = re.compile(r"- \[([ x])\]")
+
+
+class Fires(RuleBasedStateMachine):
+    @initialize()
+    def setup(self) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="agentcfg-stateful-"))
+        (self.folder / "roadmaps").mkdir()
+        self.roadmap = self.folder / "roadmaps" / "r.md"
+        self.roadmap.write_text(ROADMAP)
+        self.ws = Workspace(self.folder)
+        self.config = Config(max_iterations=MAX_ITERATIONS, wall_clock=7200.0)
+        self.now = 1_000_000.0
+        self.turn = 1
+        self.claim()
+
+    def teardown(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def claim(self) -> None:
+        claims.claim(self.ws, "s", "r", now=self.now, force=True)
+        self.blocks = 0
+        self.halted = False
+
+    @rule(
+        reply=st.integers(0, 3),
+        message=st.sampled_from(
+            ["Working.", "Shall I proceed?", "Which one, A or B?", "Now I'll run the tests."]
+        ),
+    )
+    def fire(self, reply: int, message: str) -> None:
+        event = StopEvent(
+            "s",
+            f"t{self.turn}",
+            "",
+            str(self.folder),
+            f"{message} #{reply}",
+            False,
+            False,
+            0,
+            "claude",
+        )
+        open_before = scan(parse_roadmap(self.roadmap.read_text())).counts
+        before = len(self.ledger())
+        verdict = stop.decide(stop.HookContext(event, self.ws, self.config, {}, self.now))
+        new = [e["event"] for e in self.ledger()[before:]]
+        if "engage" in new or (verdict.blocks and verdict.source == "run-continuation"):
+            assert not self.halted, "a halted run blocked again"
+        if verdict.blocks and verdict.source == "run-continuation":
+            self.blocks += 1
+        if "complete" in new:
+            assert open_before.open == 0 and open_before.blocked == 0
+            self.blocks = 0  # a later open box starts a new run
+        if any(e.startswith("halt-") for e in new):
+            self.halted = True
+
+    @rule(index=st.integers(0, 3))
+    def flip_box(self, index: int) -> None:
+        text = self.roadmap.read_text()
+        boxes = list(BOX.finditer(text))
+        box = boxes[index]
+        mark = "x" if box.group(1) == " " else " "
+        self.roadmap.write_text(text[: box.start(1)] + mark + text[box.end(1) :])
+
+    @rule()
+    def human_turn(self) -> None:
+        self.turn += 1
+
+    @rule(seconds=st.floats(0, 3 * 3600))
+    def clock_jump(self, seconds: float) -> None:
+        self.now += seconds
+
+    @rule()
+    def reclaim(self) -> None:
+        self.claim()
+
+    @invariant()
+    def bounded(self) -> None:
+        assert self.blocks <= 3 * MAX_ITERATIONS
+
+    def ledger(self) -> list[dict[str, object]]:
+        import json
+
+        path = self.folder / "state" / "run-continuation.jsonl"
+        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+Fires.TestCase.settings = settings(max_examples=300, stateful_step_count=50, deadline=None)
+TestFires = Fires.TestCase
