@@ -21,15 +21,19 @@ def continuation(
         lines.append(f"Next step: **{step.id}** {clip(step.text)}".rstrip())
     if step is not None and step.verify:
         lines.append(f"  verify: {step.verify}")
-        lines.append(
-            "Continue with this step now: do the work, run its verify line, mark the box done, "
-            "then end the turn."
+    lines.append(
+        "Do this step now, and end the turn once it is closed. "
+        "Hand back instead only for a decision the roadmap reserves for a person."
+    )
+    target = step.id if step is not None else "<step>"
+    lines.append(
+        f"Close the step with `agentcfg roadmap done {slug} {target}`: "
+        + (
+            "it runs the verify line and marks the box only when it passes."
+            if step is not None and step.verify
+            else "this step has no verify line, so add `--no-verify`."
         )
-    else:
-        lines.append(
-            "Continue with this step now: do the work, mark the box done, then end the turn."
-        )
-    lines.append("Hand back instead only for a decision the roadmap reserves for a person.")
+    )
     return "\n".join(lines)
 
 

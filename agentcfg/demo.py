@@ -145,19 +145,21 @@ class SimulatedHost:
             )
         return result
 
-    def claim(self, slug: str, *args: str) -> subprocess.CompletedProcess[str]:
-        """`agentcfg sessions claim` from inside the agent's Bash tool (session id from env)."""
-        env = {**self.env, "CLAUDE_CODE_SESSION_ID": self.session_id}
-        self.tool(f"agentcfg sessions claim {slug}")
+    def agentcfg(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """Run `agentcfg ARGS` from inside the agent's Bash tool (session id in the environment)."""
+        self.tool("agentcfg " + " ".join(args))
         return subprocess.run(
-            [sys.executable, "-m", "agentcfg", "sessions", "claim", slug, *args],
+            [sys.executable, "-m", "agentcfg", *args],
             capture_output=True,
             text=True,
-            env=env,
+            env={**self.env, "CLAUDE_CODE_SESSION_ID": self.session_id},
             cwd=self.root,
-            timeout=60,
+            timeout=600,
             check=False,
         )
+
+    def claim(self, slug: str, *args: str) -> subprocess.CompletedProcess[str]:
+        return self.agentcfg("sessions", "claim", slug, *args)
 
 
 def mark_done(roadmap: Path, step_id: str) -> None:
@@ -187,9 +189,9 @@ def _work_until_allowed(host: SimulatedHost, roadmap: Path) -> None:
         step = result.next_step
         if step is None:
             return
-        host.tool(f"# work on step {step}, then run its verify line")
-        mark_done(roadmap, step)
-        _say("dim", f"   (the agent does step {step}, runs its verify line and marks the box)")
+        host.tool(f"# the work of step {step}")
+        closed = host.agentcfg("roadmap", "done", roadmap.stem, step)
+        _say("dim", f"   $ agentcfg roadmap done {roadmap.stem} {step}\n   {closed.stdout.strip()}")
         host.reply(f"Step {step} is finished and its verify line passed.")
 
 
@@ -217,7 +219,7 @@ def main() -> int:
             event = json.loads(line)
             _say(
                 "dim",
-                f"   {event['event']:<22} iteration={event['iterations']} open={event['open']} "
+                f"   {event['event']:<22} iteration={event['iterations'] or '-'} open={event['open']} "
                 f"blocked={event['blocked']}"
                 + (f" step={event['step']}" if "step" in event else ""),
             )

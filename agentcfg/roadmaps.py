@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict
 from pathlib import Path
 
@@ -31,23 +30,36 @@ def load(ws: Workspace, slug: str) -> Roadmap:
 
 
 def load_path(ws: Workspace, path: Path) -> Roadmap:
-    shown = f"roadmaps/{path.name}" if path.parent == ws.roadmaps else str(path)
     try:
         with path.open("rb") as handle:
-            info = os.fstat(handle.fileno())
             data = handle.read(ROADMAP_LIMIT + 1)
     except OSError as exc:
-        raise RoadmapError(f"cannot read roadmap {shown}: {exc.strerror or exc}") from None
-    text = decode(data, shown)
+        raise RoadmapError(
+            f"cannot read roadmap {_shown(ws, path)}: {exc.strerror or exc}"
+        ) from None
+    return parse_bytes(ws, data, path)
+
+
+def parse_bytes(ws: Workspace, data: bytes, path: Path) -> Roadmap:
+    """A roadmap file's bytes parsed, through the cache; RoadmapError if they are not text."""
+    text = decode(data, _shown(ws, path))
+    try:
+        mtime_ns = path.stat().st_mtime_ns
+    except OSError:
+        mtime_ns = 0
     return cache.through(
         ws,
         "roadmap",
         data,
-        (str(path.absolute()), info.st_size, info.st_mtime_ns),
+        (str(path.absolute()), len(data), mtime_ns),
         lambda: parse_roadmap(text),
         asdict,
         _restore,
     )
+
+
+def _shown(ws: Workspace, path: Path) -> str:
+    return f"roadmaps/{path.name}" if path.parent == ws.roadmaps else str(path)
 
 
 def _restore(data: Any) -> Roadmap | None:

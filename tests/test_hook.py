@@ -13,7 +13,7 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 
 from agentcfg import claims
-from agentcfg.demo import SimulatedHost, mark_done
+from agentcfg.demo import SimulatedHost
 from tests.conftest import FIXTURES, SESSION, fire, fixture_payload, hook_env, ledger, run_cli
 
 
@@ -86,19 +86,20 @@ def test_a_run_that_completes(ws: Path) -> None:
             break
         assert result.next_step is not None
         named.append(result.next_step)
-        host.tool("make check")
-        mark_done(roadmap, result.next_step)
+        assert host.agentcfg("roadmap", "done", "demo", result.next_step).returncode == 0
         host.reply(f"Closed {result.next_step}.")
     assert named == ["1.2", "1.3", "2.1"]
-    assert events(ws) == ["engage", "engage", "engage", "blocked"]
+    assert [e for e in events(ws) if e not in ("verified", "marked-done")] == [
+        "engage", "engage", "engage", "blocked"
+    ]  # fmt: skip
     roadmap.write_text(roadmap.read_text().replace("<!-- blocked-by: cache-design -->", ""))
     host.human("2.2 is unblocked")
     host.reply("ok")
     assert host.fire().next_step == "2.2"
-    mark_done(roadmap, "2.2")
+    host.agentcfg("roadmap", "done", "demo", "2.2")
     host.reply("Closed 2.2.")
     assert host.fire().exit_code == 0
-    assert events(ws)[-2:] == ["engage", "complete"]
+    assert events(ws)[-4:] == ["engage", "verified", "marked-done", "complete"]
     assert not run_file(ws, host.session_id).exists()
 
 
@@ -119,18 +120,18 @@ def test_max_iterations_of_the_claim(ws: Path) -> None:
     host = SimulatedHost(ws)
     host.human("go")
     host.claim("demo", "--max-iterations", "2")
-    roadmap = ws / "roadmaps" / "demo.md"
     codes, texts = [], []
     for _ in range(4):
         result = host.fire()
         codes.append(result.exit_code)
         texts.append(result.stderr)
         if result.next_step:
-            host.tool("work")
-            mark_done(roadmap, result.next_step)
+            host.agentcfg("roadmap", "done", "demo", result.next_step)
         host.reply(f"progress {len(codes)}")
     assert codes == [2, 2, 0, 0]
-    assert events(ws) == ["engage", "engage", "halt-max-iterations"]
+    assert [e for e in events(ws) if e == "engage" or e.startswith("halt")] == [
+        "engage", "engage", "halt-max-iterations"
+    ]  # fmt: skip
     assert "iteration 2/2." in texts[1]
 
 

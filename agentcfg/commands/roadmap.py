@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import click
 
-from agentcfg import roadmaps
-from agentcfg.commands import bar, emit_json, json_option, workspace
+from agentcfg import roadmaps, verify
+from agentcfg.commands import bar, emit_json, json_option, now, workspace
+from agentcfg.config import load_config
 from agentcfg.continuation import plural
 from agentcfg.errors import RoadmapError
 from agentcfg.lint import lint
-from agentcfg.workspace import normalise_slug
+from agentcfg.roadmap import Roadmap, Step
+from agentcfg.verify import VerifyResult
+from agentcfg.workspace import Workspace, normalise_slug
 
 
 @click.group()
@@ -123,3 +127,103 @@ def lint_command(slugs: tuple[str, ...], as_json: bool) -> None:
         click.echo(f"{plural(len(rows) - errors, 'warning')}, {plural(errors, 'error')}", err=True)
     if any(row["level"] == "error" for row in rows):
         raise SystemExit(1)
+
+
+def _verify_line(result: VerifyResult) -> str:
+    if result.exit_code is None:
+        outcome = f"FAIL {result.step} (timed out after {result.duration:.1f}s)"
+    else:
+        word = "PASS" if result.passed else "FAIL"
+        outcome = f"{word} {result.step} (exit {result.exit_code}, {result.duration:.1f}s)"
+    return outcome
+
+
+def _verify_json(result: VerifyResult) -> dict[str, Any]:
+    return {
+        "step": result.step,
+        "command": result.command,
+        "exit_code": result.exit_code,
+        "passed": result.passed,
+        "timed_out": result.exit_code is None,
+        "duration": round(result.duration, 3),
+    }
+
+
+def _run_verify(
+    ws: Workspace, slug: str, parsed: Roadmap, step: Step, stream: bool
+) -> VerifyResult:
+    timeout = load_config(ws, os.environ).verify_timeout
+    if stream:
+        click.echo(f"-- {step.id}: {step.verify}")
+    result = verify.run(
+        step, ws.root, timeout, (lambda line: click.echo(f"   | {line}")) if stream else None
+    )
+    moment = now()
+    verify.log(
+        ws, "verified", slug, parsed, os.environ, moment,
+        step=step.id, exit_code=result.exit_code, duration=round(result.duration, 3), passed=result.passed,
+    )  # fmt: skip
+    if result.passed:
+        verify.record_proof(ws, slug, result, moment)
+    return result
+
+
+@roadmap.command("verify")
+@click.argument("slug")
+@click.argument("steps", nargs=-1)
+@json_option
+def verify_command(slug: str, steps: tuple[str, ...], as_json: bool) -> None:
+    """Run verify lines: of the steps named, or of every open step that has one."""
+    slug = normalise_slug(slug)
+    ws = workspace()
+    parsed = roadmaps.load(ws, slug)
+    if steps:
+        chosen = [verify.find_step(parsed, query) for query in steps]
+        for step in chosen:  # a named step may be done already: proving a ticked box is fine
+            if not step.verify:
+                raise verify.StepError(f"step {step.id} has no verify line")
+    else:
+        chosen = [s for s in parsed.steps if s.is_open and s.verify]
+    results = [_run_verify(ws, slug, parsed, step, stream=not as_json) for step in chosen]
+    if as_json:
+        emit_json([_verify_json(r) for r in results])
+    elif not results:
+        click.echo(f"no open step of `{slug}` has a verify line")
+    else:
+        for result in results:
+            click.echo(_verify_line(result))
+        failed = sum(not r.passed for r in results)
+        click.echo(f"{len(results) - failed} passed, {failed} failed")
+    if any(not r.passed for r in results):
+        raise SystemExit(1)
+
+
+@roadmap.command("done")
+@click.argument("slug")
+@click.argument("step_query", metavar="STEP")
+@click.option("--no-verify", is_flag=True, help="Mark the step without running its verify line.")
+def done_command(slug: str, step_query: str, no_verify: bool) -> None:
+    """Run a step's verify line and, when it passes, mark the step's box done."""
+    slug = normalise_slug(slug)
+    ws = workspace()
+    parsed = roadmaps.load(ws, slug)
+    step = verify.find_step(parsed, step_query)
+    verify.check_markable(step)
+    if not no_verify:
+        if not step.verify:
+            raise verify.StepError(
+                f"step {step.id} has no verify line; pass --no-verify to mark it anyway"
+            )
+        result = _run_verify(ws, slug, parsed, step, stream=False)
+        if not result.passed:
+            click.echo(f"verify line of step {step.id} failed: {step.verify}", err=True)
+            for line in result.tail:
+                click.echo(f"   | {line}", err=True)
+            click.echo(_verify_line(result) + "; the box stays open", err=True)
+            raise SystemExit(1)
+        click.echo(_verify_line(result))
+    verify.mark_done(ws, slug, step.id)
+    verify.log(ws, "marked-done", slug, roadmaps.load(ws, slug), os.environ, now(),
+               step=step.id, verified=not no_verify)  # fmt: skip
+    how = "without running its verify line (--no-verify)" if no_verify else "its verify line passed"
+    click.echo(f"marked step {step.id} done in roadmaps/{slug}.md: {how}")

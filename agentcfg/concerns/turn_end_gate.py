@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from agentcfg import phrases, state
 from agentcfg.continuation import refusal
 from agentcfg.hosts.base import ALLOW, Verdict
+from agentcfg.roadmap import Step
 from agentcfg.stop import HookContext
 
 
@@ -16,13 +19,14 @@ class TurnEndGate:
             return ALLOW
         if ctx.config.gate_scope == "claimed" and not ctx.autonomous:
             return ALLOW
+        unproven = _unproven_steps(ctx)
         marker = state.read_json(ctx.refusal_path())
         if marker is not None and marker.get("refused_turn") == ctx.turn:
             return ALLOW  # at most one refusal per turn
-        found = self._detect(ctx)
+        found = self._detect(ctx, unproven)
         if found is None:
             return ALLOW
-        detector, quote = found
+        detector, quote, step = found
         record = {
             "refused_turn": ctx.turn,
             "refused_reply": ctx.reply_key,
@@ -34,27 +38,71 @@ class TurnEndGate:
             state.write_json(ctx.refusal_path(), record)
         except OSError:
             return ALLOW  # a refusal that cannot be remembered could repeat: let the turn end
-        ctx.log("refused", detector=detector, quote=quote[:240])
+        extra = {"step": step.id} if step else {}
+        ctx.log("refused", detector=detector, quote=quote[:240], **extra)
         slug = ctx.claim.slug if ctx.claim else ""
-        return Verdict("block", refusal(detector, quote, slug=slug), self.name)
+        text = refusal(
+            detector,
+            quote,
+            slug=slug,
+            step=step.id if step else "",
+            command=(step.verify or "") if step else "",
+        )
+        return Verdict("block", text, self.name)
 
-    def _detect(self, ctx: HookContext) -> tuple[str, str] | None:
+    def _detect(
+        self, ctx: HookContext, unproven: list[Step]
+    ) -> tuple[str, str, Step | None] | None:
         message, enabled = ctx.final_message, ctx.config.detectors
+        if "unproven-step" in enabled and unproven:
+            return "unproven-step", "", unproven[0]
         if not message.strip():
             return None
         if "deference" in enabled and ctx.autonomous:
             quote = phrases.deference(message)
             if quote:
-                return "deference", quote
+                return "deference", quote, None
         if "promissory-closing" in enabled:
             quote = phrases.promise(message)
             if quote:
-                return "promissory-closing", quote
+                return "promissory-closing", quote, None
         if "unverified-completion" in enabled:
             quote = phrases.completion(message)
             if quote and ctx.transcript.tools_ran is False:
-                return "unverified-completion", quote
+                return "unverified-completion", quote, None
         return None
+
+
+def _unproven_steps(ctx: HookContext) -> list[Step]:
+    """Steps open at the previous fire, done now, with a verify line that has not passed since.
+
+    Records this fire's open steps for the next one to compare against.
+    """
+    if not ctx.autonomous or ctx.claim is None or ctx.scan is None or ctx.roadmap is None:
+        return []
+    from agentcfg.verify import proven_since
+
+    slug = ctx.claim.slug
+    path = ctx.ws.state / "marks" / f"{ctx.key}-{slug}.json"
+    before = state.read_json(path) or {}
+    listed = before.get("open")
+    was_open: list[object] = listed if isinstance(listed, list) else []
+    seen_at = before.get("at") if isinstance(before.get("at"), (int, float)) else None
+    now_open = [s.id for s in ctx.roadmap.steps if s.mark == "open"]
+    if now_open != was_open:
+        # without a record the next fire simply sees nothing newly done
+        with contextlib.suppress(OSError):
+            state.write_json(path, {"open": now_open, "at": ctx.now})
+    if seen_at is None:
+        return []
+    done = {s.id: s for s in ctx.roadmap.steps if s.mark == "done" and s.verify}
+    return [
+        done[step_id]
+        for step_id in was_open
+        if isinstance(step_id, str)
+        and step_id in done
+        and not proven_since(ctx.ws, slug, step_id, seen_at)
+    ]
 
 
 def _counts(ctx: HookContext) -> dict[str, int] | None:
