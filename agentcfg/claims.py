@@ -155,6 +155,21 @@ def claim(
         with state.locked(run.with_suffix(".lock")):
             state.write_json(run, RunState.fresh(now).to_json())
         state.write_json(claim_path(ws, new.key), new.to_json())
+    state.append_ledger(
+        ws.state,
+        {
+            "event": "claimed",
+            "at": state.iso(now),
+            "run": new.key,
+            "slug": slug,
+            "turn": None,
+            "iterations": 0,
+            "open": None,
+            "blocked": None,
+            "max_iterations": max_iterations,
+            "wall_clock": wall_clock,
+        },
+    )
     return ClaimResult(new, replaced, tuple(peers))
 
 

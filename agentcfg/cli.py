@@ -28,9 +28,9 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from agentcfg.commands import hook, roadmap, sessions
+    from agentcfg.commands import hook, report, roadmap, sessions
 
-    for group in (roadmap.roadmap, sessions.sessions, hook.hook):
+    for group in (roadmap.roadmap, sessions.sessions, report.report, hook.hook):
         cli.add_command(group)
 
 

@@ -235,8 +235,36 @@ def main() -> int:
                 env=bench.env,
                 setup=lambda c=cache: [p.unlink() for p in c.glob("roadmap-*.json")],  # type: ignore[misc]
             )
+        ledger_lines(root / "state" / "run-continuation.jsonl", 1_000_000)
+        results["report, 1,000,000 ledger lines"] = measure(
+            [SCRIPT, "report", "--json"], env=bench.env, runs=max(3, RUNS // 5)
+        )
     report(results)
     return 0
+
+
+def ledger_lines(path: Path, count: int) -> None:
+    """A ledger of `count` lines: runs of a few engagements ending in every way."""
+    endings = ("complete", "halt-stall", "blocked", "handback-question", "halt-max-iterations")
+    with path.open("w") as handle:
+        for n in range(count):
+            run, step = divmod(n, 8)
+            event = "engage" if step < 7 else endings[run % len(endings)]
+            handle.write(
+                json.dumps(
+                    {
+                        "event": event,
+                        "at": f"2026-11-{1 + run % 28:02d}T10:00:{step:02d}Z",
+                        "run": f"{run % 5000:032x}",
+                        "slug": f"r{run % 7}",
+                        "turn": f"t{run}",
+                        "iterations": step,
+                        "open": 9 - step,
+                        "blocked": 0,
+                    }
+                )
+                + "\n"
+            )
 
 
 def report(results: dict[str, dict[str, float]]) -> None:

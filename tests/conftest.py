@@ -80,8 +80,10 @@ def fire(
     )
 
 
-def ledger(root: Path) -> list[dict[str, Any]]:
+def ledger(root: Path, claims: bool = False) -> list[dict[str, Any]]:
+    """The ledger's events; the `claimed` events that start runs only when asked for."""
     path = root / "state" / "run-continuation.jsonl"
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    events = [json.loads(line) for line in path.read_text().splitlines()]
+    return [e for e in events if claims or e["event"] != "claimed"]

@@ -237,3 +237,14 @@ def test_stale_claim_is_ignored(ws: Path) -> None:
     assert found is not None
     assert claims.is_stale(Workspace(ws), found)
     assert os.path.exists(claim_file(ws, "s1"))
+
+
+def test_claim_starts_a_run_in_the_ledger(ws: Path, clock: list[float]) -> None:
+    from tests.conftest import ledger
+
+    run_cli("sessions", "claim", "demo", "--session", "s1", "--max-iterations", "3")
+    events = ledger(ws, claims=True)
+    assert [(e["event"], e["slug"], e["max_iterations"]) for e in events] == [
+        ("claimed", "demo", 3)
+    ]
+    assert events[0]["run"] == claims.session_key("s1")

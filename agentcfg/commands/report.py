@@ -1,0 +1,100 @@
+"""`agentcfg report`: what the continuations did, in figures and a burndown per run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+
+from agentcfg import report as reports
+from agentcfg.commands import emit_json, json_option, now, workspace
+from agentcfg.config import format_duration, parse_duration
+from agentcfg.state import LEDGER_NAME, iso
+
+
+def _since(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    if value is None:
+        return None
+    seconds = parse_duration(value)
+    if seconds is None:
+        raise click.BadParameter(f"{value!r} is not a duration like 12h, 7d or 30m")
+    return seconds
+
+
+def _lines(path: Path) -> Iterator[bytes]:
+    try:
+        with path.open("rb") as handle:
+            yield from handle
+    except (FileNotFoundError, IsADirectoryError):
+        return
+
+
+@click.command("report")
+@click.option("--since", callback=_since, help="Only events this recent, e.g. 7d or 12h.")
+@click.option("--slug", help="Only this roadmap.")
+@click.option("--run", "run_key", help="Only this run (a prefix of its key).")
+@click.option(
+    "--limit", default=20, show_default=True, type=click.IntRange(1, 1000), help="Runs listed."
+)
+@json_option
+def report(
+    since: float | None, slug: str | None, run_key: str | None, limit: int, as_json: bool
+) -> None:
+    """Runs, outcomes, engagements and burndowns from state/run-continuation.jsonl."""
+    ws = workspace()
+    moment = now()
+    built = reports.build(
+        _lines(ws.state / LEDGER_NAME),
+        since=None if since is None else moment - since,
+        slug=slug,
+        run=run_key,
+        keep=limit,
+    )
+    if as_json:
+        emit_json(built.to_json())
+        return
+    click.echo(render(built.to_json()))
+
+
+def render(data: dict[str, Any]) -> str:
+    if data["matched"] == 0:
+        note = f" ({data['skipped']} unreadable lines skipped)" if data["skipped"] else ""
+        return f"no continuation events to report yet{note}: claim a roadmap and let the hook run."
+    out = [
+        f"{data['runs']} runs from {data['matched']} ledger events"
+        + (f" ({data['skipped']} unreadable lines skipped)" if data["skipped"] else "")
+    ]
+    if data["rows"]:
+        shown = len(data["rows"])
+        out.append("")
+        if shown < data["runs"]:
+            out.append(f"the newest {shown} runs:")
+        out.append(f"{'run':<9} {'roadmap':<16} {'started':<17} {'engaged':>7} {'closed':>6}  "
+                   f"{'outcome':<20} {'wall':>6}  burndown")  # fmt: skip
+        for row in data["rows"]:
+            out.append(
+                f"{row['run'][:8]:<9} {row['slug'][:16]:<16} {iso(row['started'])[:16].replace('T', ' '):<17} "
+                f"{row['engagements']:>7} {row['closed']:>6}  {row['outcome']:<20} "
+                f"{format_duration(row['wall_seconds']):>6}  {reports.sparkline(row['burndown'])}"
+            )
+    per = data["steps_closed_per_engagement"]
+    out += [
+        "",
+        "totals",
+        f"  engagements            {data['engagements']:<6} steps closed {data['steps_closed']}"
+        + (f" ({per:.2f} per engagement)" if per is not None else ""),
+        f"  outcomes               {_counts(data['outcomes'])}",
+        f"  deferred to the gate   {data['deferred_to_quality_gate']:<6} hand-backs: "
+        f"question {data['handbacks']['question']}, background {data['handbacks']['background']}",
+        f"  shadow would-engage    {data['shadow_would_engage']:<6} longest engagement streak: "
+        f"{data['longest_engagement_streak']}",
+        f"  refusals               {_counts(data['refusals'])}",
+        f"  verified {data['verified']}, marked done {data['marked_done']}, errors {data['errors']}",
+    ]
+    return "\n".join(out)
+
+
+def _counts(counter: dict[str, int]) -> str:
+    return ", ".join(f"{name} {n}" for name, n in counter.items()) or "none"
