@@ -10,6 +10,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
+	chmod 700 state
 	touch $(STAMP)
 
 lint: install
@@ -21,6 +22,16 @@ pytest: install
 	$(VENV)/bin/pytest
 
 test: lint pytest
+
+E2E_CACHE := .e2e-cache
+CLAUDE_CODE_VERSION := 2.1.197
+
+$(E2E_CACHE)/node_modules/.bin/claude:
+	mkdir -p $(E2E_CACHE)
+	npm install --silent --no-audit --no-fund --prefix $(E2E_CACHE) @anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION)
+
+e2e: install $(E2E_CACHE)/node_modules/.bin/claude
+	$(VENV)/bin/pytest -o addopts=-q tests/e2e
 
 demo: install
 	$(PY) -m agentcfg.demo

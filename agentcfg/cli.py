@@ -28,9 +28,16 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from agentcfg.commands import hook, report, roadmap, sessions
+    from agentcfg.commands import doctor, hook, hooks, report, roadmap, sessions
 
-    for group in (roadmap.roadmap, sessions.sessions, report.report, hook.hook):
+    for group in (
+        roadmap.roadmap,
+        sessions.sessions,
+        report.report,
+        hooks.hooks,
+        doctor.doctor,
+        hook.hook,
+    ):
         cli.add_command(group)
 
 

@@ -25,8 +25,16 @@ LEDGER_NAME = "run-continuation.jsonl"
 
 
 def ensure_dir(path: Path) -> Path:
-    """Create a state folder (mode 0700) and its parents as needed."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    """Create a state folder and any missing parents, each of mode 0700."""
+    missing = []
+    folder = path
+    while not folder.is_dir():
+        missing.append(folder)
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    for folder in reversed(missing):
+        folder.mkdir(mode=0o700, exist_ok=True)
     return path
 
 
@@ -35,20 +43,28 @@ def write_json(path: Path, data: Any, compact: bool = False) -> None:
 
     `compact` skips indentation, which also keeps json on its fast C encoder.
     """
-    ensure_dir(path.parent)
     text = (
         json.dumps(data, separators=(",", ":"), ensure_ascii=False)
         if compact
         else json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False)
     )
-    payload = (text + "\n").encode()
+    write_bytes(path, (text + "\n").encode())
+
+
+def write_bytes(path: Path, data: bytes, mode: int = 0o600, private_dir: bool = True) -> None:
+    """Replace a file's bytes atomically: a temp file beside it, fsync, os.replace."""
+    if private_dir:
+        ensure_dir(path.parent)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
     temp = path.parent / f".{path.name}.{os.urandom(6).hex()}.tmp"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(payload)
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(temp, mode)  # whatever the umask took away
         os.replace(temp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -185,22 +185,7 @@ def mark_done(ws: Workspace, slug: str, step_id: str) -> Step:
         if count != 1:
             raise RoadmapError(f"cannot find the checkbox of step {step_id} on line {step.line}")
         lines[index] = flipped
-        _replace(path, b"\n".join(lines))
+        mode = path.stat().st_mode & 0o7777
+        state.write_bytes(path.resolve(), b"\n".join(lines), mode=mode, private_dir=False)
     roadmaps.load(ws, slug)  # refresh the parse cache
     return step
-
-
-def _replace(path: Path, data: bytes) -> None:
-    """Write a roadmap atomically, keeping its mode."""
-    mode = path.stat().st_mode & 0o7777
-    temp = path.with_name(f".{path.name}.{os.urandom(6).hex()}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path.resolve())
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise

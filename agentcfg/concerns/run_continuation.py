@@ -69,6 +69,7 @@ class RunContinuation:
             ctx.env.get("AGENTCFG_NO_RUN_CONTINUATION") == "1"
             or ctx.env.get("AGENTCFG_REPLAY") == "1"
             or ctx.event.is_subagent
+            or ctx.event.interrupted
             or ctx.config.mode == "off"
             or not ctx.autonomous
         )

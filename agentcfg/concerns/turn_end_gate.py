@@ -15,7 +15,7 @@ class TurnEndGate:
     name = "turn-end-gate"
 
     def check(self, ctx: HookContext) -> Verdict:
-        if ctx.event.is_subagent or not ctx.turn:
+        if ctx.event.is_subagent or ctx.event.interrupted or not ctx.turn:
             return ALLOW
         if ctx.config.gate_scope == "claimed" and not ctx.autonomous:
             return ALLOW

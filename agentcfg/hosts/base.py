@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -16,7 +16,7 @@ class StopEvent:
     is_subagent: bool
     background_tasks: int
     host: str
-    extra: dict[str, object] = field(default_factory=dict, compare=False)
+    interrupted: bool = False  # the person stopped the agent (Cursor's aborted or error status)
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,13 @@ class Answer:
     exit_code: int
     stdout: str = ""
     stderr: str = ""
+
+
+def block_on_stderr(verdict: Verdict) -> Answer:
+    """The answer of the hosts that block with exit 2 and read the reason on stderr."""
+    if verdict.kind == "block":
+        return Answer(2, stderr=verdict.message + "\n")
+    return Answer(0)
 
 
 def text(payload: dict[str, object], name: str) -> str:

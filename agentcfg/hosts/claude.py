@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from agentcfg.hosts.base import Answer, StopEvent, Verdict, count_tasks, text
+from agentcfg.hosts.base import Answer, StopEvent, Verdict, block_on_stderr, count_tasks, text
 
 NAME = "claude"
 
@@ -25,8 +25,6 @@ def to_event(payload: dict[str, object]) -> StopEvent:
 
 
 def answer(verdict: Verdict) -> Answer:
-    if verdict.kind == "block":
-        return Answer(2, stderr=verdict.message + "\n")
-    if verdict.kind == "warn" and verdict.message:
+    if verdict.kind == "warn" and verdict.message:  # shown to the person, not the model
         return Answer(0, stdout=json.dumps({"systemMessage": verdict.message}) + "\n")
-    return Answer(0)
+    return block_on_stderr(verdict)

@@ -1,0 +1,31 @@
+"""`agentcfg doctor`: the wiring, config, roadmaps, claim and state, each with its fix."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict
+from pathlib import Path
+
+import click
+
+from agentcfg.commands import emit_json, json_option, workspace
+from agentcfg.doctor import examine
+
+
+@click.command("doctor")
+@json_option
+def doctor(as_json: bool) -> None:
+    """Check host wiring, agentcfg.yaml, every roadmap, this session's claim and state/."""
+    findings = examine(workspace(), Path.home(), os.environ)
+    errors = sum(f.level == "error" for f in findings)
+    if as_json:
+        emit_json([asdict(f) for f in findings])
+    else:
+        for finding in findings:
+            click.echo(f"{finding.level:<8} {finding.subject}: {finding.message}")
+            if finding.fix and finding.level != "ok":
+                click.echo(f"         fix: {finding.fix}")
+        warnings = sum(f.level == "warning" for f in findings)
+        click.echo(f"{errors} errors, {warnings} warnings")
+    if errors:
+        raise SystemExit(1)

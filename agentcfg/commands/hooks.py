@@ -1,0 +1,75 @@
+"""`agentcfg hooks install|uninstall`: wire the stop hook into a host's config file."""
+
+from __future__ import annotations
+
+import difflib
+import os
+from pathlib import Path
+
+import click
+
+from agentcfg import install
+from agentcfg.commands import workspace
+from agentcfg.hosts import HOSTS
+
+host_option = click.option(
+    "--host", type=click.Choice(HOSTS), required=True, help="The agent host."
+)
+scope_option = click.option(
+    "--scope",
+    type=click.Choice(("project", "user")),
+    default="project",
+    show_default=True,
+    help="This project's config file, or the one in your home folder.",
+)
+dry_run_option = click.option("--dry-run", is_flag=True, help="Show the change without writing it.")
+
+
+@click.group()
+def hooks() -> None:
+    """Install the stop hook into Claude Code, Codex CLI, Gemini CLI or Cursor."""
+
+
+@hooks.command("install")
+@host_option
+@scope_option
+@dry_run_option
+def install_command(host: str, scope: str, dry_run: bool) -> None:
+    """Merge the stop hook into the host's config file (idempotent)."""
+    path = install.config_path(host, scope, workspace().root, Path.home())
+    _report(install.apply(path, host, install.hook_command(host), dry_run), dry_run)
+
+
+@hooks.command("uninstall")
+@host_option
+@scope_option
+@dry_run_option
+def uninstall_command(host: str, scope: str, dry_run: bool) -> None:
+    """Take out exactly what install added."""
+    path = install.config_path(host, scope, workspace().root, Path.home())
+    _report(install.apply(path, host, None, dry_run), dry_run)
+
+
+def _report(change: install.Change, dry_run: bool) -> None:
+    shown = _shown(change.path)
+    would = "would be " if dry_run else ""
+    messages = {
+        "created": f"{shown} {would}created with the stop hook",
+        "updated": f"{shown} {would}updated",
+        "removed": f"{shown} {would}removed: it held nothing but the stop hook",
+        "unchanged": f"{shown} unchanged: nothing to do",
+        "absent": f"{shown} does not exist: nothing to do",
+    }
+    click.echo(messages[change.action])
+    if change.before != change.after:
+        before = (change.before or b"").decode("utf-8", "replace").splitlines(keepends=True)
+        after = (change.after or b"").decode("utf-8", "replace").splitlines(keepends=True)
+        diff = difflib.unified_diff(before, after, f"{shown} (before)", f"{shown} (after)")
+        click.echo("".join(diff).rstrip("\n"))
+
+
+def _shown(path: Path) -> str:
+    try:
+        return os.path.relpath(path) if path.is_relative_to(Path.cwd()) else str(path)
+    except ValueError:
+        return str(path)

@@ -1,0 +1,201 @@
+"""`agentcfg doctor`: is everything wired and sound? Each finding carries its fix."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentcfg import claims, install, roadmaps, state
+from agentcfg.config import load_config
+from agentcfg.errors import AgentcfgError, ClaimError, RoadmapError
+from agentcfg.ladder import RunState
+from agentcfg.lint import lint
+from agentcfg.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class Finding:
+    level: str  # "ok" | "warning" | "error"
+    subject: str
+    message: str
+    fix: str = ""
+
+
+def examine(ws: Workspace, home: Path, env: Mapping[str, str]) -> list[Finding]:
+    return [
+        *_hosts(ws, home),
+        *_config(ws, env),
+        *_roadmaps(ws),
+        *_claim(ws, env),
+        *_state(ws),
+    ]
+
+
+def _hosts(ws: Workspace, home: Path) -> list[Finding]:
+    found: list[Finding] = []
+    wired = False
+    for host in install.HOST_FILES:
+        for scope in ("project", "user"):
+            path = install.config_path(host, scope, ws.root, home)
+            subject = f"{host} ({scope})"
+            try:
+                document = install.read_document(path)
+            except AgentcfgError as exc:
+                found.append(Finding("error", subject, str(exc), f"repair the JSON of {path}"))
+                continue
+            commands = install.installed(host, document) if document is not None else []
+            if not commands:
+                continue
+            wired = True
+            reinstall = f"agentcfg hooks install --host {host} --scope {scope}"
+            if len(commands) > 1:
+                found.append(
+                    Finding(
+                        "error",
+                        subject,
+                        f"the stop hook is registered {len(commands)} times in {path}",
+                        reinstall,
+                    )
+                )
+            program = _program(commands[0])
+            if program is None or not os.access(program, os.X_OK):
+                found.append(
+                    Finding(
+                        "error", subject, f"the hook command does not run: {commands[0]}", reinstall
+                    )
+                )
+                continue
+            found.append(Finding("ok", subject, f"stop hook wired in {path}"))
+            if host == "codex" and not _codex_hooks_enabled(ws.root, home):
+                found.append(Finding(
+                    "warning", subject, "Codex runs hooks only with the codex_hooks feature on",
+                    "add `[features]` `codex_hooks = true` to .codex/config.toml",
+                ))  # fmt: skip
+    if not wired:
+        found.append(Finding(
+            "warning", "hosts", "the stop hook is not installed for any host",
+            "agentcfg hooks install --host claude",
+        ))  # fmt: skip
+    return found
+
+
+def _program(command: str) -> str | None:
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    return words[0] if words else None
+
+
+def _codex_hooks_enabled(root: Path, home: Path) -> bool:
+    for path in (root / ".codex" / "config.toml", home / ".codex" / "config.toml"):
+        try:
+            text = path.read_text(errors="replace")
+        except OSError:
+            continue
+        if any(line.replace(" ", "") == "codex_hooks=true" for line in text.splitlines()):
+            return True
+    return False
+
+
+def _config(ws: Workspace, env: Mapping[str, str]) -> list[Finding]:
+    config = load_config(ws, env)
+    if not config.problems:
+        return [
+            Finding(
+                "ok",
+                "config",
+                "agentcfg.yaml is valid" if ws.config.exists() else "no agentcfg.yaml: defaults",
+            )
+        ]
+    return [
+        Finding(
+            "error",
+            "config",
+            problem,
+            "correct it in agentcfg.yaml (the hook uses the default meanwhile)",
+        )
+        for problem in config.problems
+    ]
+
+
+def _roadmaps(ws: Workspace) -> list[Finding]:
+    found: list[Finding] = []
+    for slug in ws.slugs():
+        subject = f"roadmaps/{slug}.md"
+        try:
+            problems = lint(roadmaps.load(ws, slug))
+        except RoadmapError as exc:
+            found.append(Finding("error", subject, str(exc), "make it a UTF-8 Markdown file"))
+            continue
+        for problem in problems:
+            fix = (
+                "see `agentcfg roadmap lint`"
+                if problem.level == "warning"
+                else f"edit line {problem.line}"
+            )
+            found.append(Finding(problem.level, f"{subject}:{problem.line}", problem.message, fix))
+        if not problems:
+            found.append(Finding("ok", subject, "lint clean"))
+    return found
+
+
+def _claim(ws: Workspace, env: Mapping[str, str]) -> list[Finding]:
+    try:
+        session = claims.resolve_session(None, env)
+    except ClaimError:
+        return [Finding("ok", "claim", "no session id in the environment: no claim to check")]
+    found = claims.read_claim(ws, claims.session_key(session))
+    if found is None:
+        return [Finding("ok", "claim", f"session {session} holds no claim")]
+    if claims.is_stale(ws, found):
+        return [Finding(
+            "error", "claim", f"session {session} claims `{found.slug}`, whose roadmap is gone",
+            "agentcfg sessions release, or claim another roadmap",
+        )]  # fmt: skip
+    mode = roadmaps.load(ws, found.slug).mode
+    if mode != "autonomous":
+        return [Finding(
+            "warning", "claim", f"`{found.slug}` is in mode {mode or 'interactive'}: the hook will not continue it",
+            "set `execution: {mode: autonomous}` in its frontmatter",
+        )]  # fmt: skip
+    run = state.read_json(claims.run_path(ws, found.key, found.slug))
+    if run is not None and RunState.from_json(run) is None:
+        return [
+            Finding(
+                "error",
+                "claim",
+                "the run state is unreadable",
+                f"agentcfg sessions claim {found.slug}",
+            )
+        ]
+    return [Finding("ok", "claim", f"session {session} works `{found.slug}`")]
+
+
+def _state(ws: Workspace) -> list[Finding]:
+    if not ws.state.exists():
+        return [Finding("ok", "state", "no state/ yet")]
+    loose = []
+    for base, dirs, files in os.walk(ws.state):
+        for name, limit in [
+            *((d, 0o700) for d in dirs),
+            *((f, 0o600) for f in files),
+            (".", 0o700),
+        ]:
+            path = Path(base) / name
+            if path.is_symlink():
+                continue
+            mode = stat.S_IMODE(path.stat().st_mode)
+            if mode & ~limit & 0o077:
+                loose.append(str(path.relative_to(ws.root)))
+    if loose:
+        shown = ", ".join(sorted(set(loose))[:5]) + (" ..." if len(loose) > 5 else "")
+        return [Finding(
+            "error", "state", f"readable by others: {shown}",
+            f"chmod -R go-rwx {ws.state}",
+        )]  # fmt: skip
+    return [Finding("ok", "state", "private (folders 0700, files 0600)")]
