@@ -34,10 +34,12 @@ def main(argv: list[str], stdin: object = None, env: Mapping[str, str] | None = 
         return _finish(host or "claude", None)
     if host == "":
         host = detect(payload)
-    root = preflight.locate_root(cwd_of(payload), environ)
-    if preflight.nothing_to_do(root, session_of(payload)):
+    try:
+        root = preflight.locate_root(cwd_of(payload), environ)
+        idle = preflight.nothing_to_do(root, session_of(payload))
+    except Exception:  # fail open
         return _finish(host, None)
-    return _finish(host, _decide(host, payload, root, environ))
+    return _finish(host, None if idle else _decide(host, payload, root, environ))
 
 
 def _host_option(argv: list[str]) -> str | None:

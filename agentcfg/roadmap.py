@@ -187,7 +187,10 @@ def _mode_of(meta: dict[str, Any], problems: list[Problem]) -> str | None:
 def _parse_body(body: str, offset: int, problems: list[Problem]) -> tuple[list[Phase], list[Step]]:
     from markdown_it import MarkdownIt
 
-    tokens = MarkdownIt("commonmark").parse(body)
+    parser = MarkdownIt("commonmark")
+    # Only block structure and each block's raw text are read: inline parsing is skipped.
+    parser.core.ruler.disable("inline")
+    tokens = parser.parse(body)
     heading_phases = _phase_headings(tokens, offset)
     phased = any(phase is not None for _, _, phase in heading_phases)
     phases: list[Phase] = [p for _, _, p in heading_phases if p is not None]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from functools import cached_property
+from pathlib import Path
 
 from agentcfg import claims, roadmaps, state
 from agentcfg.config import Config
@@ -18,10 +19,6 @@ from agentcfg.preflight import sha256_hex
 from agentcfg.roadmap import Roadmap, Scan, scan
 from agentcfg.transcript import TurnInfo, read_turn
 from agentcfg.workspace import Workspace
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for every import
-    from typing import Any
 
 
 class HookContext:
@@ -95,7 +92,7 @@ class HookContext:
             self.config.stall_window,
         )
 
-    def refusal_path(self) -> Any:
+    def refusal_path(self) -> Path:
         return self.ws.state / "refusals" / f"{self.key}.json"
 
     def log(self, event: str, **fields: object) -> None:

@@ -24,6 +24,18 @@ def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
 
+def duration(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    """A click callback: seconds from a duration like 90s, 30m, 2h, 1h30m or 7d."""
+    from agentcfg.config import parse_duration
+
+    if value is None:
+        return None
+    seconds = parse_duration(value)
+    if seconds is None:
+        raise click.BadParameter(f"{value!r} is not a duration like 90s, 30m, 2h, 1h30m or 7d")
+    return seconds
+
+
 json_option = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 
 

@@ -9,18 +9,9 @@ from typing import Any
 import click
 
 from agentcfg import report as reports
-from agentcfg.commands import emit_json, json_option, now, workspace
-from agentcfg.config import format_duration, parse_duration
+from agentcfg.commands import duration, emit_json, json_option, now, workspace
+from agentcfg.config import format_duration
 from agentcfg.state import LEDGER_NAME, iso
-
-
-def _since(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
-    if value is None:
-        return None
-    seconds = parse_duration(value)
-    if seconds is None:
-        raise click.BadParameter(f"{value!r} is not a duration like 12h, 7d or 30m")
-    return seconds
 
 
 def _lines(path: Path) -> Iterator[bytes]:
@@ -32,7 +23,7 @@ def _lines(path: Path) -> Iterator[bytes]:
 
 
 @click.command("report")
-@click.option("--since", callback=_since, help="Only events this recent, e.g. 7d or 12h.")
+@click.option("--since", callback=duration, help="Only events this recent, e.g. 7d or 12h.")
 @click.option("--slug", help="Only this roadmap.")
 @click.option("--run", "run_key", help="Only this run (a prefix of its key).")
 @click.option(

@@ -8,8 +8,8 @@ from typing import Any
 import click
 
 from agentcfg import claims
-from agentcfg.commands import emit_json, json_option, now, workspace
-from agentcfg.config import format_duration, parse_duration
+from agentcfg.commands import duration, emit_json, json_option, now, workspace
+from agentcfg.config import format_duration
 
 session_option = click.option(
     "--session", "session", help="Session id (default: from the environment)."
@@ -21,21 +21,12 @@ def sessions() -> None:
     """Bind sessions to roadmaps."""
 
 
-def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
-    if value is None:
-        return None
-    seconds = parse_duration(value)
-    if seconds is None:
-        raise click.BadParameter(f"{value!r} is not a duration like 90s, 30m, 2h or 1h30m")
-    return seconds
-
-
 @sessions.command("claim")
 @click.argument("slug")
 @click.option("--force", is_flag=True, help="Take the roadmap over from another live session.")
 @session_option
 @click.option("--max-iterations", type=click.IntRange(min=1), help="This run's iteration cap.")
-@click.option("--wall-clock", callback=_duration, help="This run's time cap, e.g. 2h.")
+@click.option("--wall-clock", callback=duration, help="This run's time cap, e.g. 2h.")
 def claim_command(
     slug: str,
     force: bool,

@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import importlib
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import ModuleType
+
 HOSTS = ("claude", "codex", "gemini", "cursor")
 # what each host prints to allow a stop; only Cursor answers with anything
 ALLOW_STDOUT = {"cursor": "{}\n"}
@@ -42,7 +46,7 @@ def cwd_of(payload: dict[str, object]) -> str:
     return ""
 
 
-def adapter(name: str):  # type: ignore[no-untyped-def]
+def adapter(name: str) -> ModuleType:
     """The adapter module of a host (imported on demand)."""
     if name not in HOSTS:
         raise KeyError(name)
