@@ -21,6 +21,14 @@ def events(root: Path) -> list[str]:
     return [e["event"] for e in ledger(root)]
 
 
+def started(ws: Path, *claim_args: str, env: dict[str, str] | None = None) -> SimulatedHost:
+    """A simulated session that has spoken once and claimed the demo roadmap."""
+    host = SimulatedHost(ws, env=env)
+    host.human("go")
+    assert host.claim("demo", *claim_args).returncode == 0
+    return host
+
+
 def run_file(root: Path, session: str, slug: str = "demo") -> Path:
     return root / "state" / "runs" / f"{claims.session_key(session)}-{slug}.json"
 
@@ -104,9 +112,7 @@ def test_a_run_that_completes(ws: Path) -> None:
 
 
 def test_a_run_that_never_progresses_halts_on_stall_after_three_engagements(ws: Path) -> None:
-    host = SimulatedHost(ws)
-    host.human("go")
-    host.claim("demo")
+    host = started(ws)
     codes = []
     for n in range(6):
         host.reply(f"Still thinking, attempt {n}.")
@@ -117,9 +123,7 @@ def test_a_run_that_never_progresses_halts_on_stall_after_three_engagements(ws: 
 
 
 def test_max_iterations_of_the_claim(ws: Path) -> None:
-    host = SimulatedHost(ws)
-    host.human("go")
-    host.claim("demo", "--max-iterations", "2")
+    host = started(ws, "--max-iterations", "2")
     codes, texts = [], []
     for _ in range(4):
         result = host.fire()
@@ -136,9 +140,7 @@ def test_max_iterations_of_the_claim(ws: Path) -> None:
 
 
 def test_deference_is_refused_once_and_continuation_defers(ws: Path) -> None:
-    host = SimulatedHost(ws)
-    host.human("go")
-    host.claim("demo")
+    host = started(ws)
     host.reply("Step 1.2 looks good. Would you like me to continue with 1.3?")
     first = host.fire(feedback=False)
     assert first.exit_code == 2
@@ -155,18 +157,14 @@ def test_deference_is_refused_once_and_continuation_defers(ws: Path) -> None:
 
 
 def test_a_real_question_hands_back(ws: Path) -> None:
-    host = SimulatedHost(ws)
-    host.human("go")
-    host.claim("demo")
+    host = started(ws)
     host.reply("The cache could live in Redis or on disk. Which one do you want?")
     assert host.fire().exit_code == 0
     assert events(ws) == ["handback-question"]
 
 
 def test_background_tasks_hand_back(ws: Path) -> None:
-    host = SimulatedHost(ws)
-    host.human("go")
-    host.claim("demo")
+    host = started(ws)
     host.reply("Started the build in the background.")
     result = host.fire(background_tasks=[{"id": "b1", "status": "running"}])
     assert result.exit_code == 0
@@ -174,9 +172,7 @@ def test_background_tasks_hand_back(ws: Path) -> None:
 
 
 def test_subagent_stops_are_silent(ws: Path) -> None:
-    host = SimulatedHost(ws)
-    host.human("go")
-    host.claim("demo")
+    host = started(ws)
     host.reply("Would you like me to continue?")
     result = host.fire(hook_event_name="SubagentStop")
     assert (result.exit_code, result.stdout, result.stderr) == (0, "", "")
@@ -195,9 +191,7 @@ def test_subagent_stops_are_silent(ws: Path) -> None:
 def test_switches_silence_continuation(ws: Path, env: dict[str, str], config: str | None) -> None:
     if config:
         (ws / "agentcfg.yaml").write_text(config)
-    host = SimulatedHost(ws, env=env)
-    host.human("go")
-    host.claim("demo")
+    host = started(ws, env=env)
     host.reply("Working.")
     assert host.fire().exit_code == 0
     assert events(ws) == []
@@ -205,9 +199,7 @@ def test_switches_silence_continuation(ws: Path, env: dict[str, str], config: st
 
 def test_shadow_mode_records_without_blocking(ws: Path) -> None:
     (ws / "agentcfg.yaml").write_text("mode: shadow\n")
-    host = SimulatedHost(ws)
-    host.human("go")
-    host.claim("demo")
+    host = started(ws)
     host.reply("Working.")
     assert host.fire().exit_code == 0
     assert events(ws) == ["shadow-engage"]
@@ -218,18 +210,14 @@ def test_interactive_roadmap_is_not_continued(ws: Path) -> None:
         (ws / "roadmaps" / "demo.md").read_text().replace("mode: autonomous", "mode: interactive")
     )
     (ws / "roadmaps" / "demo.md").write_text(text)
-    host = SimulatedHost(ws)
-    host.human("go")
-    host.claim("demo")
+    host = started(ws)
     host.reply("Would you like me to continue?")
     assert host.fire().exit_code == 0
     assert events(ws) == []
 
 
 def test_sixteen_simultaneous_fires_of_one_reply(ws: Path) -> None:
-    host = SimulatedHost(ws)
-    host.human("go")
-    host.claim("demo")
+    host = started(ws)
     host.reply("Working on it.")
     payload = host.payload()
     with ThreadPoolExecutor(16) as pool:
@@ -297,9 +285,7 @@ def test_bad_command_line_is_a_usage_error(ws: Path) -> None:
 
 
 def test_promissory_closing_is_refused_once_per_turn(ws: Path, snapshot: SnapshotAssertion) -> None:
-    host = SimulatedHost(ws)
-    host.human("go")
-    host.claim("demo")
+    host = started(ws)
     host.reply("Fixed the parser. Now I'll run the tests.")
     first = host.fire()
     assert first.exit_code == 2
@@ -313,9 +299,7 @@ def test_promissory_closing_is_refused_once_per_turn(ws: Path, snapshot: Snapsho
 
 
 def test_unverified_completion_needs_a_command_in_the_turn(ws: Path) -> None:
-    host = SimulatedHost(ws)
-    host.human("go")
-    host.claim("demo")
+    host = started(ws)
     host.human("Is it finished?")
     host.reply("All tests pass.")
     refused = host.fire()
@@ -345,8 +329,6 @@ def test_gate_scope_always_acts_without_a_claim(ws: Path) -> None:
 
 def test_detectors_can_be_switched_off(ws: Path) -> None:
     (ws / "agentcfg.yaml").write_text("turn_end_gate: {promissory-closing: false}\n")
-    host = SimulatedHost(ws)
-    host.human("go")
-    host.claim("demo")
+    host = started(ws)
     host.reply("Now I'll run the tests.")
     assert host.fire().stderr.startswith("run-continuation:")

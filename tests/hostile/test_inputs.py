@@ -79,12 +79,17 @@ FIELD_CASES: dict[str, dict[str, Any]] = {
 
 @pytest.mark.parametrize("case", sorted(STDIN_CASES))
 def test_hostile_stdin(root: Path, case: str) -> None:
-    fire_hostile(root, STDIN_CASES[case](root))
+    result = fire_hostile(root, STDIN_CASES[case](root))
+    # only a payload that still names the claimed session may engage
+    readable = {"duplicate keys", "invalid utf-8", "NaN and Infinity"}
+    assert result.returncode == 0 or case in readable
 
 
 @pytest.mark.parametrize("case", sorted(FIELD_CASES))
 def test_hostile_fields(root: Path, case: str) -> None:
-    fire_hostile(root, payload(root, **FIELD_CASES[case]))
+    result = fire_hostile(root, payload(root, **FIELD_CASES[case]))
+    if "session id" in case or case == "every field null":
+        assert result.returncode == 0  # no claim for that session
 
 
 # -- transcripts ----------------------------------------------------------------------------
@@ -130,7 +135,8 @@ def test_hostile_transcripts(root: Path, case: str, with_turn_id: bool) -> None:
     changes: dict[str, Any] = {"transcript_path": path, "last_assistant_message": None}
     if not with_turn_id:
         changes["prompt_id"] = None
-    fire_hostile(root, payload(root, **changes))
+    result = fire_hostile(root, payload(root, **changes))
+    assert result.returncode == 2  # the claim is sound: an odd transcript only loses detail
 
 
 # -- roadmaps -------------------------------------------------------------------------------
