@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentcfg import state
+from agentcfg.config import format_duration
 from agentcfg.errors import ClaimError, RoadmapError
 from agentcfg.ladder import RunState
 from agentcfg.preflight import session_key as session_key
@@ -141,7 +142,7 @@ def claim(
             if c.slug == slug and c.session_id != session_id and now - c.claimed_at < PEER_WINDOW
         ]
         if peers and not force:
-            age = _age(now - peers[0].claimed_at)
+            age = format_duration(now - peers[0].claimed_at)
             raise ClaimError(
                 f"roadmap `{slug}` is claimed by session {peers[0].session_id} ({age} ago); "
                 "pass --force to take it over"
@@ -155,21 +156,16 @@ def claim(
         with state.locked(run.with_suffix(".lock")):
             state.write_json(run, RunState.fresh(now).to_json())
         state.write_json(claim_path(ws, new.key), new.to_json())
-    state.append_ledger(
-        ws.state,
-        {
-            "event": "claimed",
-            "at": state.iso(now),
-            "run": new.key,
-            "slug": slug,
-            "turn": None,
-            "iterations": 0,
-            "open": None,
-            "blocked": None,
-            "max_iterations": max_iterations,
-            "wall_clock": wall_clock,
-        },
+    claimed = state.event(
+        "claimed",
+        now,
+        new.key,
+        slug,
+        iterations=0,
+        max_iterations=max_iterations,
+        wall_clock=wall_clock,
     )
+    state.append_ledger(ws.state, claimed)
     return ClaimResult(new, replaced, tuple(peers))
 
 
@@ -188,12 +184,6 @@ def release(ws: Workspace, session_id: str) -> Claim | None:
 def _drop(ws: Workspace, claim: Claim) -> None:
     state.remove(claim_path(ws, claim.key))
     state.remove(run_path(ws, claim.key, claim.slug))
-
-
-def _age(seconds: float) -> str:
-    from agentcfg.config import format_duration
-
-    return format_duration(seconds)
 
 
 def read_run(ws: Workspace, claim: Claim) -> RunState | None:

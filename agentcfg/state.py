@@ -153,6 +153,16 @@ def parse_iso(text: object) -> float | None:
     return moment.timestamp()
 
 
+def event(
+    name: str, at: float, run: str | None, slug: str | None, **fields: object
+) -> dict[str, Any]:
+    """A ledger event: the standard fields every line has (None where unknown), then its own."""
+    record: dict[str, Any] = dict.fromkeys(("turn", "iterations", "open", "blocked"))
+    record = {"event": name, "at": iso(at), "run": run, "slug": slug, **record}
+    record.update(fields)
+    return record
+
+
 def append_ledger(state: Path, event: dict[str, Any]) -> bool:
     """Append one event as one line, one write, O_APPEND; False if it could not be written."""
     line = (json.dumps(event, sort_keys=False, ensure_ascii=False) + "\n").encode()

@@ -101,19 +101,17 @@ class HookContext:
         It reports only what the fire has already read: logging must not start a parse.
         """
         known: Scan | None = self.__dict__.get("scan")  # set once the cached property ran
-        counts = known.counts if known is not None else None
-        record: dict[str, object] = {
-            "event": event,
-            "at": state.iso(self.now),
-            "run": self.key,
-            "slug": self.claim.slug if self.claim else None,
-            "turn": self.__dict__.get("turn", self.event.turn_id),
-            "iterations": fields.pop("iterations", None),
-            "open": counts.open if counts else None,
-            "blocked": counts.blocked if counts else None,
-            "host": self.event.host,
-        }
-        record.update(fields)
+        record = state.event(
+            event,
+            self.now,
+            self.key,
+            self.claim.slug if self.claim else None,
+            turn=self.__dict__.get("turn", self.event.turn_id),
+            open=known.counts.open if known else None,
+            blocked=known.counts.blocked if known else None,
+            host=self.event.host,
+            **fields,
+        )
         state.append_ledger(self.ws.state, record)
 
     def continuation_text(self, iteration: int) -> str:

@@ -136,17 +136,8 @@ def log(
 
     session = next((env[name] for name in SESSION_ENV if env.get(name)), None)
     counts = scan(roadmap).counts
-    record: dict[str, object] = {
-        "event": event,
-        "at": state.iso(now),
-        "run": session_key(session) if session else None,
-        "slug": slug,
-        "turn": None,
-        "iterations": None,
-        "open": counts.open,
-        "blocked": counts.blocked,
-        **fields,
-    }
+    run = session_key(session) if session else None
+    record = state.event(event, now, run, slug, open=counts.open, blocked=counts.blocked, **fields)
     state.append_ledger(ws.state, record)
 
 
