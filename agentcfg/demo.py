@@ -191,7 +191,8 @@ def _work_until_allowed(host: SimulatedHost, roadmap: Path) -> None:
             return
         host.tool(f"# the work of step {step}")
         closed = host.agentcfg("roadmap", "done", roadmap.stem, step)
-        _say("dim", f"   $ agentcfg roadmap done {roadmap.stem} {step}\n   {closed.stdout.strip()}")
+        output = "".join(f"\n   {line}" for line in closed.stdout.strip().splitlines())
+        _say("dim", f"   $ agentcfg roadmap done {roadmap.stem} {step}{output}")
         host.reply(f"Step {step} is finished and its verify line passed.")
 
 
@@ -223,16 +224,17 @@ def main() -> int:
                 f"blocked={event['blocked']}"
                 + (f" step={event['step']}" if "step" in event else ""),
             )
-        status = subprocess.run(
-            [sys.executable, "-m", "agentcfg", "roadmap", "status", "demo"],
-            capture_output=True,
-            text=True,
-            cwd=root,
-            env=host.env,
-            check=False,
-        )
-        _say("bold", "\n-- agentcfg roadmap status demo:")
-        print(status.stdout.rstrip())
+        for command in (("roadmap", "status", "demo"), ("report",)):
+            shown = subprocess.run(
+                [sys.executable, "-m", "agentcfg", *command],
+                capture_output=True,
+                text=True,
+                cwd=root,
+                env=host.env,
+                check=False,
+            )
+            _say("bold", f"\n-- agentcfg {' '.join(command)}:")
+            print(shown.stdout.rstrip())
     return 0
 
 

@@ -14,7 +14,8 @@ from typing import Any
 
 from agentcfg.state import parse_iso
 
-ENDINGS = ("complete", "blocked", "halt-max-iterations", "halt-wall-clock", "halt-stall")
+# `blocked` only pauses a run: unblocked steps carry it on
+ENDINGS = ("complete", "halt-max-iterations", "halt-wall-clock", "halt-stall")
 BURNDOWN_POINTS = 64
 SPARKS = "▁▂▃▄▅▆▇█"
 
@@ -135,7 +136,7 @@ def build(
             current.outcome = name
             _finish(report, finished, active.pop(ident))
     for leftover in active.values():
-        report.outcomes["running"] += 1
+        report.outcomes[leftover.outcome] += 1
         report.longest_streak = max(report.longest_streak, leftover.longest_streak)
     rows = [*finished, *active.values()]
     report.rows = sorted(rows, key=lambda r: r.started)[-keep:]
@@ -168,6 +169,8 @@ def _apply(report: Report, run: Run, name: str, event: dict[str, Any], at: float
             run.closed += drop
             report.closed += drop
         run.last_open = open_count
+    if name in ("engage", "blocked"):
+        run.outcome = "running" if name == "engage" else "blocked"
     if name == "engage":
         run.engagements += 1
         report.engagements += 1

@@ -144,3 +144,16 @@ def report_key(host: SimulatedHost) -> str:
     from agentcfg.claims import session_key
 
     return session_key(host.session_id)[:8]
+
+
+def test_blocked_pauses_a_run_rather_than_ending_it() -> None:
+    lines = [
+        line("engage", "10:00:00", open=1, blocked=1),
+        line("blocked", "10:01:00", open=0, blocked=1),
+        line("engage", "10:30:00", open=1, blocked=0),
+        line("complete", "10:31:00", open=0, blocked=0),
+    ]
+    data = report.build(lines).to_json()
+    assert data["runs"] == 1
+    assert data["outcomes"] == {"complete": 1}
+    assert data["rows"][0]["engagements"] == 2
