@@ -11,6 +11,7 @@ import click
 from agentcfg import report as reports
 from agentcfg.commands import duration, emit_json, json_option, now, workspace
 from agentcfg.config import format_duration
+from agentcfg.continuation import plural
 from agentcfg.state import LEDGER_NAME, iso
 
 
@@ -54,7 +55,7 @@ def render(data: dict[str, Any]) -> str:
         note = f" ({data['skipped']} unreadable lines skipped)" if data["skipped"] else ""
         return f"no continuation events to report yet{note}: claim a roadmap and let the hook run."
     out = [
-        f"{data['runs']} runs from {data['matched']} ledger events"
+        f"{plural(data['runs'], 'run')} from {plural(data['matched'], 'ledger event')}"
         + (f" ({data['skipped']} unreadable lines skipped)" if data["skipped"] else "")
     ]
     if data["rows"]:
