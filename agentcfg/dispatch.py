@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
 
 # The whole chain's time: hosts wait on the hook, and a stop decision that takes longer than
 # this is not worth waiting for.
-CHAIN_BUDGET = 4.0
+CHAIN_BUDGET = 3.0
 
 
 class ConcernTimeout(Exception):

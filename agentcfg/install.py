@@ -19,7 +19,7 @@ from typing import Any
 from agentcfg import state
 from agentcfg.errors import AgentcfgError
 
-HOOK_TIMEOUT = 30  # seconds; the chain itself gives up after 4
+HOOK_TIMEOUT = 30  # seconds; the chain itself gives up after 3
 
 
 class InstallError(AgentcfgError):
