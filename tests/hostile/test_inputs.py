@@ -265,7 +265,7 @@ def test_read_only_state_folder(root: Path) -> None:
     if os.geteuid() == 0:
         subprocess.run(["mount", "--bind", str(state), str(state)], check=True)
         subprocess.run(["mount", "-o", "remount,ro,bind", str(state)], check=True)
-    else:  # pragma: no cover - a developer's own account
+    else:  # pragma: no cover - run as an ordinary user
         for path in [state, *(p for p in state.rglob("*") if p.is_dir())]:
             path.chmod(0o500)
     try:
