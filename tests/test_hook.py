@@ -332,3 +332,17 @@ def test_detectors_can_be_switched_off(ws: Path) -> None:
     host = started(ws)
     host.reply("Now I'll run the tests.")
     assert host.fire().stderr.startswith("run-continuation:")
+
+
+def test_shadow_and_off_modes_rule_the_gate_too(ws: Path) -> None:
+    (ws / "agentcfg.yaml").write_text("mode: shadow\n")
+    host = started(ws)
+    host.reply("Would you like me to continue?")
+    assert host.fire().exit_code == 0
+    refused = [e for e in ledger(ws) if e["event"] == "refused"]
+    assert [(e["detector"], e["shadow"]) for e in refused] == [("deference", True)]
+    (ws / "agentcfg.yaml").write_text("mode: off\n")
+    host.human("again")
+    host.reply("Shall I proceed?")
+    assert host.fire().exit_code == 0
+    assert len([e for e in ledger(ws) if e["event"] == "refused"]) == 1

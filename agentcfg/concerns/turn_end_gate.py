@@ -1,4 +1,8 @@
-"""turn-end-gate: refuse, once per turn, a turn end that looks unfinished."""
+"""turn-end-gate: refuse, once per turn, a turn end that looks unfinished.
+
+Config `mode` rules it as it rules the whole hook: `off` silences it, `shadow` records
+what it would refuse without blocking.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +19,12 @@ class TurnEndGate:
     name = "turn-end-gate"
 
     def check(self, ctx: HookContext) -> Verdict:
-        if ctx.event.is_subagent or ctx.event.interrupted or not ctx.turn:
+        if (
+            ctx.event.is_subagent
+            or ctx.event.interrupted
+            or not ctx.turn
+            or ctx.config.mode == "off"
+        ):
             return ALLOW
         if ctx.config.gate_scope == "claimed" and not ctx.autonomous:
             return ALLOW
@@ -38,8 +47,12 @@ class TurnEndGate:
             state.write_json(ctx.refusal_path(), record)
         except OSError:
             return ALLOW  # a refusal that cannot be remembered could repeat: let the turn end
-        extra = {"step": step.id} if step else {}
+        extra: dict[str, object] = {"step": step.id} if step else {}
+        if ctx.config.mode == "shadow":
+            extra["shadow"] = True
         ctx.log("refused", detector=detector, quote=quote[:240], **extra)
+        if ctx.config.mode == "shadow":
+            return ALLOW  # recorded as it would have been refused, never blocked
         slug = ctx.claim.slug if ctx.claim else ""
         text = refusal(
             detector,
