@@ -147,14 +147,9 @@ def _plain(value: object, depth: int = 0) -> object:
 def validate(data: Mapping[str, Any], env: Mapping[str, str], problems: list[str]) -> Config:
     """Build a Config from raw data and env; every bad value is noted and defaulted."""
     base = Config()
-    ladder = data.get("ladder", {})
-    if not isinstance(ladder, dict):
-        problems.append("ladder: expected a mapping")
-        ladder = {}
-    gate = data.get("turn_end_gate", {})
-    if not isinstance(gate, dict):
-        problems.append("turn_end_gate: expected a mapping")
-        gate = {}
+    ladder, gate, verify = (
+        _section(data, name, problems) for name in ("ladder", "turn_end_gate", "verify")
+    )
 
     def pick(name: str, raw: object, check: Any, default: Any) -> Any:
         if raw is None:
@@ -186,7 +181,7 @@ def validate(data: Mapping[str, Any], env: Mapping[str, str], problems: list[str
     )
     verify_timeout = pick(
         "verify.timeout",
-        (data.get("verify") or {}).get("timeout") if isinstance(data.get("verify"), dict) else None,
+        verify.get("timeout"),
         parse_duration,
         base.verify_timeout,
     )
@@ -239,6 +234,14 @@ def _chain(
             continue
         entries.append(ChainEntry(spec["name"], severity, fail_closed, timeout))
     return tuple(entries)
+
+
+def _section(data: Mapping[str, Any], name: str, problems: list[str]) -> dict[str, Any]:
+    section = data.get(name, {})
+    if isinstance(section, dict):
+        return section
+    problems.append(f"{name}: expected a mapping")
+    return {}
 
 
 def _choice(options: tuple[str, ...]) -> Any:

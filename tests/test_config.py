@@ -112,3 +112,13 @@ def test_a_yaml_alias_bomb_stays_small(tmp_path: Path) -> None:
     assert config.mode == "shadow"
     cached = next((tmp_path / "state" / "cache").glob("config-*.json"))
     assert cached.stat().st_size < 200_000
+
+
+def test_sections_of_the_wrong_shape_are_reported(tmp_path: Path) -> None:
+    config = load(tmp_path, "ladder: 5\nturn_end_gate: [a]\nverify: yes\n")
+    assert config == Config()
+    assert sorted(config.problems) == [
+        "ladder: expected a mapping",
+        "turn_end_gate: expected a mapping",
+        "verify: expected a mapping",
+    ]
