@@ -8,13 +8,14 @@ import os
 import re
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from agentcfg import roadmaps, state
-from agentcfg.errors import AgentcfgError, RoadmapError
+from agentcfg.errors import AgentcfgError, ClaimError, RoadmapError
 from agentcfg.roadmap import Roadmap, Step
 from agentcfg.workspace import Workspace
 
@@ -68,7 +69,6 @@ def run(
     cwd: Path,
     timeout: float,
     echo: Callable[[str], None] | None = None,
-    env: Mapping[str, str] | None = None,
 ) -> VerifyResult:
     """Run the step's verify line in a shell from `cwd`, streaming each line to `echo`."""
     if not step.verify:
@@ -79,7 +79,6 @@ def run(
         step.verify,
         shell=True,
         cwd=cwd,
-        env=None if env is None else dict(env),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -104,8 +103,6 @@ class _Timer:
     """Ends a process group after `seconds`; remembers whether it had to."""
 
     def __init__(self, proc: subprocess.Popen[bytes], seconds: float) -> None:
-        import threading
-
         self.fired = False
         self._proc = proc
         self._timer = threading.Timer(seconds, self._expire)
@@ -131,33 +128,16 @@ def log(
     **fields: object,
 ) -> None:
     """A ledger event from the command line, tied to this session's run when it has one."""
-    from agentcfg.claims import SESSION_ENV, session_key
+    from agentcfg.claims import resolve_session, session_key
     from agentcfg.roadmap import scan
 
-    session = next((env[name] for name in SESSION_ENV if env.get(name)), None)
+    try:
+        run: str | None = session_key(resolve_session(None, env))
+    except ClaimError:
+        run = None
     counts = scan(roadmap).counts
-    run = session_key(session) if session else None
     record = state.event(event, now, run, slug, open=counts.open, blocked=counts.blocked, **fields)
     state.append_ledger(ws.state, record)
-
-
-def proofs_path(ws: Workspace, slug: str) -> Path:
-    return ws.state / "proofs" / f"{slug}.json"
-
-
-def record_proof(ws: Workspace, slug: str, result: VerifyResult, now: float) -> None:
-    """Remember that a step's verify line passed, for the quality gate."""
-    path = proofs_path(ws, slug)
-    with state.locked(path.with_suffix(".lock")):
-        proofs = state.read_json(path) or {}
-        proofs[result.step] = {"command": result.command, "passed_at": now}
-        state.write_json(path, proofs)
-
-
-def proven_since(ws: Workspace, slug: str, step: str, since: float) -> bool:
-    proof = (state.read_json(proofs_path(ws, slug)) or {}).get(step)
-    at = proof.get("passed_at") if isinstance(proof, dict) else None
-    return isinstance(at, (int, float)) and at >= since
 
 
 def mark_done(ws: Workspace, slug: str, step_id: str) -> Step:

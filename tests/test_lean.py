@@ -14,7 +14,8 @@ import io, json, sys
 sys.stdin = io.TextIOWrapper(io.BytesIO(sys.argv[1].encode()))
 from agentcfg.entry import main
 code = main(["hook", "stop"])
-heavy = sorted(m for m in ("click", "ruamel", "ruamel.yaml", "markdown_it", "typing", "hashlib")
+heavy = sorted(m for m in ("click", "ruamel", "ruamel.yaml", "markdown_it", "typing", "hashlib",
+                           "subprocess")
                if m in sys.modules)
 print(json.dumps({"code": code, "heavy": heavy}), file=sys.stderr)
 """
@@ -42,6 +43,7 @@ def test_no_claim_path_imports_nothing_heavy(ws: Path) -> None:
 def test_engage_with_a_warm_cache_loads_no_parser(ws: Path) -> None:
     run_cli("sessions", "claim", "demo", "--session", str(fixture_payload(1, ws)["session_id"]))
     run_cli("roadmap", "status", "demo")  # warms the parse cache
-    result = probe(ws, fixture_payload(1, ws))
-    assert result["code"] == 2
-    assert result["heavy"] == []
+    for n in (1, 2):  # the second fire also compares the boxes with the first's
+        result = probe(ws, fixture_payload(n, ws))
+        assert result["code"] == 2
+        assert result["heavy"] == []

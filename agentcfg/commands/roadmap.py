@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from agentcfg import roadmaps, verify
+from agentcfg import proofs, roadmaps, verify
 from agentcfg.commands import bar, emit_json, json_option, now, workspace
 from agentcfg.config import load_config
 from agentcfg.continuation import plural
@@ -164,7 +164,7 @@ def _run_verify(
         step=step.id, exit_code=result.exit_code, duration=round(result.duration, 3), passed=result.passed,
     )  # fmt: skip
     if result.passed:
-        verify.record_proof(ws, slug, result, moment)
+        proofs.record(ws, slug, step.id, result.command, moment)
     return result
 
 

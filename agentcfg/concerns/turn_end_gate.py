@@ -11,6 +11,7 @@ import contextlib
 from agentcfg import phrases, state
 from agentcfg.continuation import refusal
 from agentcfg.hosts.base import ALLOW, Verdict
+from agentcfg.proofs import proven_since
 from agentcfg.roadmap import Step
 from agentcfg.stop import HookContext
 
@@ -93,8 +94,6 @@ def _unproven_steps(ctx: HookContext) -> list[Step]:
     """
     if not ctx.autonomous or ctx.claim is None or ctx.scan is None or ctx.roadmap is None:
         return []
-    from agentcfg.verify import proven_since
-
     slug = ctx.claim.slug
     path = ctx.ws.state / "marks" / f"{ctx.key}-{slug}.json"
     before = state.read_json(path) or {}

@@ -1,0 +1,30 @@
+"""Proofs that a step's verify line passed, kept in state/proofs/ for the quality gate.
+
+Kept apart from verify.py so the stop hook can ask without loading subprocess.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentcfg import state
+from agentcfg.workspace import Workspace
+
+
+def path_of(ws: Workspace, slug: str) -> Path:
+    return ws.state / "proofs" / f"{slug}.json"
+
+
+def record(ws: Workspace, slug: str, step: str, command: str, now: float) -> None:
+    """Remember that a step's verify line passed."""
+    path = path_of(ws, slug)
+    with state.locked(path.with_suffix(".lock")):
+        proofs = state.read_json(path) or {}
+        proofs[step] = {"command": command, "passed_at": now}
+        state.write_json(path, proofs)
+
+
+def proven_since(ws: Workspace, slug: str, step: str, since: float) -> bool:
+    proof = (state.read_json(path_of(ws, slug)) or {}).get(step)
+    at = proof.get("passed_at") if isinstance(proof, dict) else None
+    return isinstance(at, (int, float)) and at >= since
