@@ -17,6 +17,7 @@ lint: install
 	$(VENV)/bin/ruff check agentcfg tests benchmarks
 	$(VENV)/bin/ruff format --check agentcfg tests benchmarks
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
 
 pytest: install
 	$(VENV)/bin/pytest
@@ -34,7 +35,7 @@ e2e: install $(E2E_CACHE)/node_modules/.bin/claude
 	$(VENV)/bin/pytest -o addopts=-q tests/e2e
 
 demo: install
-	$(PY) -m agentcfg.demo
+	$(PY) -m tests.demo
 
 bench: install
 	$(PY) benchmarks/run.py

@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import Callable
 
 from agentcfg import state
-from agentcfg.preflight import sha256_hex
+from agentcfg.paths import sha256_hex
 from agentcfg.workspace import Workspace
 
 TYPE_CHECKING = False

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentcfg import state
-from agentcfg.config import format_duration
+from agentcfg.core.ladder import RunState
+from agentcfg.core.times import format_duration, iso, parse_iso
 from agentcfg.errors import ClaimError, RoadmapError
-from agentcfg.ladder import RunState
-from agentcfg.preflight import session_key as session_key
+from agentcfg.paths import session_key as session_key
 from agentcfg.workspace import Workspace, normalise_slug
 
 TYPE_CHECKING = False
@@ -52,7 +52,7 @@ class Claim:
         data: dict[str, Any] = {
             "slug": self.slug,
             "session_id": self.session_id,
-            "claimed_at": state.iso(self.claimed_at),
+            "claimed_at": iso(self.claimed_at),
         }
         if self.max_iterations is not None:
             data["max_iterations"] = self.max_iterations
@@ -65,7 +65,7 @@ def claim_from_json(data: dict[str, Any]) -> Claim | None:
     slug, session, at = (
         data.get("slug"),
         data.get("session_id"),
-        state.parse_iso(data.get("claimed_at")),
+        parse_iso(data.get("claimed_at")),
     )
     max_iterations, wall_clock = data.get("max_iterations"), data.get("wall_clock")
     if not (isinstance(slug, str) and isinstance(session, str) and session and at is not None):
@@ -193,12 +193,12 @@ def read_run(ws: Workspace, claim: Claim) -> RunState | None:
 
 def describe(ws: Workspace, claim: Claim, now: float) -> dict[str, Any]:
     """A claim as `sessions list/show --json` give it: age, staleness, progress, run state."""
-    from agentcfg import roadmaps
+    from agentcfg import loading
 
     row: dict[str, Any] = {
         "session": claim.session_id,
         "slug": claim.slug,
-        "claimed_at": state.iso(claim.claimed_at),
+        "claimed_at": iso(claim.claimed_at),
         "age_seconds": max(0, int(now - claim.claimed_at)),
         "stale": is_stale(ws, claim),
         "mode": None,
@@ -207,8 +207,8 @@ def describe(ws: Workspace, claim: Claim, now: float) -> dict[str, Any]:
     }
     if not row["stale"]:
         try:
-            parsed = roadmaps.load(ws, claim.slug)
-            status = roadmaps.status(claim.slug, parsed)
+            parsed = loading.load(ws, claim.slug)
+            status = loading.status(claim.slug, parsed)
             row["mode"] = status["mode"]
             row["progress"] = {
                 k: status[k] for k in ("open", "blocked", "done", "deferred", "cancelled")
@@ -223,6 +223,6 @@ def describe(ws: Workspace, claim: Claim, now: float) -> dict[str, Any]:
             "max_iterations": claim.max_iterations,
             "wall_clock": claim.wall_clock,
             "halted": run.halted,
-            "started_at": state.iso(run.started_at),
+            "started_at": iso(run.started_at),
         }
     return row

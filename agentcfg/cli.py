@@ -11,14 +11,23 @@ from agentcfg.errors import AgentcfgError
 
 
 class Group(click.Group):
-    """Turns every AgentcfgError into one line on stderr and its exit code."""
+    """The one error path: an AgentcfgError is one line on stderr and its exit code (1, or 2
+    for usage), Ctrl-C exits 130, and anything unexpected is one line and exit 3."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
         except AgentcfgError as exc:
             click.echo(f"agentcfg: error: {exc}", err=True)
             ctx.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("agentcfg: interrupted", err=True)
+            ctx.exit(130)
+        except Exception as exc:
+            click.echo(f"agentcfg: unexpected error: {type(exc).__name__}: {exc}", err=True)
+            ctx.exit(3)
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})

@@ -6,11 +6,11 @@ An invalid value is reported (doctor) and replaced by its default (hook): never 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from agentcfg import cache
+from agentcfg.core.times import parse_duration
 from agentcfg.workspace import Workspace
 
 TYPE_CHECKING = False
@@ -24,8 +24,6 @@ SCOPES = ("claimed", "always")
 SEVERITIES = ("blocking", "advisory")
 CONFIG_LIMIT = 1024 * 1024
 PLAIN_ITEMS = 32
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)([dhms])")
-_UNITS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
 
 
 @dataclass(frozen=True)
@@ -47,36 +45,6 @@ class Config:
     detectors: frozenset[str] = frozenset(DETECTORS)
     verify_timeout: float = 600.0
     problems: tuple[str, ...] = field(default=(), compare=False)
-
-
-def parse_duration(value: object) -> float | None:
-    """Seconds from 90, "90s", "30m", "4h", "1h30m", "2d"; None when not a positive duration."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value) if value > 0 else None
-    if not isinstance(value, str):
-        return None
-    text = value.strip().lower()
-    if re.fullmatch(r"\d+(?:\.\d+)?", text):
-        seconds = float(text)
-    elif re.fullmatch(r"(?:\d+(?:\.\d+)?[dhms])+", text):
-        seconds = sum(float(n) * _UNITS[u] for n, u in _DURATION.findall(text))
-    else:
-        return None
-    return seconds if seconds > 0 else None
-
-
-def format_duration(seconds: float) -> str:
-    seconds = max(0, int(seconds))
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m"
-    if seconds < 86400:
-        hours, minutes = divmod(seconds // 60, 60)
-        return f"{hours}h{minutes:02d}m" if minutes else f"{hours}h"
-    return f"{seconds // 86400}d{(seconds % 86400) // 3600}h"
 
 
 def load_config(ws: Workspace, env: Mapping[str, str]) -> Config:

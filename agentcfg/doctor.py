@@ -6,28 +6,21 @@ import os
 import shlex
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
-from agentcfg import claims, install, roadmaps, state
+from agentcfg import claims, install, loading, state
 from agentcfg.config import load_config
+from agentcfg.core.ladder import RunState
+from agentcfg.core.lint import lint
 from agentcfg.errors import AgentcfgError, ClaimError, RoadmapError
-from agentcfg.ladder import RunState
-from agentcfg.lint import lint
+from agentcfg.hosts.base import Finding
+from agentcfg.hosts.registry import HOSTS, adapter
 from agentcfg.workspace import Workspace
-
-
-@dataclass(frozen=True)
-class Finding:
-    level: str  # "ok" | "warning" | "error"
-    subject: str
-    message: str
-    fix: str = ""
 
 
 def examine(ws: Workspace, home: Path, env: Mapping[str, str]) -> list[Finding]:
     return [
-        *_hosts(ws, home),
+        *_hosts(ws, home, env),
         *_config(ws, env),
         *_roadmaps(ws),
         *_claim(ws, env),
@@ -35,51 +28,47 @@ def examine(ws: Workspace, home: Path, env: Mapping[str, str]) -> list[Finding]:
     ]
 
 
-def _hosts(ws: Workspace, home: Path) -> list[Finding]:
+def _hosts(ws: Workspace, home: Path, env: Mapping[str, str]) -> list[Finding]:
     found: list[Finding] = []
     wired = False
-    for host in install.HOST_FILES:
+    for name in HOSTS:
+        host = adapter(name)
         for scope in ("project", "user"):
-            path = install.config_path(host, scope, ws.root, home)
-            subject = f"{host} ({scope})"
+            path = host.config_path(scope, ws.root, home, env)
+            subject = f"{name} ({scope})"
             try:
-                document = install.read_document(path)
+                commands = install.registered(name, path)
             except AgentcfgError as exc:
                 found.append(Finding("error", subject, str(exc), f"repair the JSON of {path}"))
                 continue
-            commands = install.installed(host, document) if document is not None else []
             if not commands:
                 continue
             wired = True
-            reinstall = f"agentcfg hooks install --host {host} --scope {scope}"
-            if len(commands) > 1:
-                found.append(
-                    Finding(
-                        "error",
-                        subject,
-                        f"the stop hook is registered {len(commands)} times in {path}",
-                        reinstall,
-                    )
-                )
-            program = _program(commands[0])
-            if program is None or not os.access(program, os.X_OK):
-                found.append(
-                    Finding(
-                        "error", subject, f"the hook command does not run: {commands[0]}", reinstall
-                    )
-                )
-                continue
-            found.append(Finding("ok", subject, f"stop hook wired in {path}"))
-            if host == "codex" and not _codex_hooks_enabled(ws.root, home):
-                found.append(Finding(
-                    "warning", subject, "Codex runs hooks only with the codex_hooks feature on",
-                    "add `[features]` `codex_hooks = true` to .codex/config.toml",
-                ))  # fmt: skip
+            found.extend(_wiring(subject, path, commands, f"--host {name} --scope {scope}"))
+            found.extend(host.checks(path, ws.root, home, env))
     if not wired:
         found.append(Finding(
             "warning", "hosts", "the stop hook is not installed for any host",
             "agentcfg hooks install --host claude",
         ))  # fmt: skip
+    return found
+
+
+def _wiring(subject: str, path: Path, commands: list[str], options: str) -> list[Finding]:
+    reinstall = f"agentcfg hooks install {options}"
+    found = []
+    if len(commands) > 1:
+        found.append(Finding(
+            "error", subject, f"the stop hook is registered {len(commands)} times in {path}",
+            reinstall,
+        ))  # fmt: skip
+    program = _program(commands[0])
+    if program is None or not os.access(program, os.X_OK):
+        found.append(
+            Finding("error", subject, f"the hook command does not run: {commands[0]}", reinstall)
+        )
+    else:
+        found.append(Finding("ok", subject, f"stop hook wired in {path}"))
     return found
 
 
@@ -89,17 +78,6 @@ def _program(command: str) -> str | None:
     except ValueError:
         return None
     return words[0] if words else None
-
-
-def _codex_hooks_enabled(root: Path, home: Path) -> bool:
-    for path in (root / ".codex" / "config.toml", home / ".codex" / "config.toml"):
-        try:
-            text = path.read_text(errors="replace")
-        except OSError:
-            continue
-        if any(line.replace(" ", "") == "codex_hooks=true" for line in text.splitlines()):
-            return True
-    return False
 
 
 def _config(ws: Workspace, env: Mapping[str, str]) -> list[Finding]:
@@ -128,7 +106,7 @@ def _roadmaps(ws: Workspace) -> list[Finding]:
     for slug in ws.slugs():
         subject = f"roadmaps/{slug}.md"
         try:
-            problems = lint(roadmaps.load(ws, slug))
+            problems = lint(loading.load(ws, slug))
         except RoadmapError as exc:
             found.append(Finding("error", subject, str(exc), "make it a UTF-8 Markdown file"))
             continue
@@ -157,7 +135,7 @@ def _claim(ws: Workspace, env: Mapping[str, str]) -> list[Finding]:
             "error", "claim", f"session {session} claims `{found.slug}`, whose roadmap is gone",
             "agentcfg sessions release, or claim another roadmap",
         )]  # fmt: skip
-    mode = roadmaps.load(ws, found.slug).mode
+    mode = loading.load(ws, found.slug).mode
     if mode != "autonomous":
         return [Finding(
             "warning", "claim", f"`{found.slug}` is in mode {mode or 'interactive'}: the hook will not continue it",

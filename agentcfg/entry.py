@@ -8,7 +8,7 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args[:2] == ["hook", "stop"]:
-        from agentcfg.hook import main as hook_main
+        from agentcfg.stop.hook import main as hook_main
 
         return hook_main(args[2:])
     from agentcfg.cli import cli

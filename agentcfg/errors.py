@@ -29,3 +29,11 @@ class ClaimError(AgentcfgError):
 
 class ConfigError(AgentcfgError):
     """The configuration file is unreadable."""
+
+
+class InstallError(AgentcfgError):
+    """A host's config file cannot be read or changed safely."""
+
+
+class StepError(AgentcfgError):
+    """A step cannot be found, verified or marked."""

@@ -10,9 +10,9 @@ import os
 import stat
 import time
 from collections.abc import Callable, Iterator
-from datetime import datetime, timezone
 from pathlib import Path
 
+from agentcfg.core.times import iso
 from agentcfg.errors import StateError
 
 TYPE_CHECKING = False
@@ -131,26 +131,6 @@ def locked(path: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
-
-
-def iso(epoch: float) -> str:
-    return (
-        datetime.fromtimestamp(epoch, timezone.utc)
-        .isoformat(timespec="seconds")
-        .replace("+00:00", "Z")
-    )
-
-
-def parse_iso(text: object) -> float | None:
-    if not isinstance(text, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.timestamp()
 
 
 def event(

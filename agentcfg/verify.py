@@ -10,21 +10,17 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentcfg import roadmaps, state
-from agentcfg.errors import AgentcfgError, ClaimError, RoadmapError
-from agentcfg.roadmap import Roadmap, Step
+from agentcfg import loading, state
+from agentcfg.core.roadmap import Roadmap, Step
+from agentcfg.errors import ClaimError, RoadmapError, StepError
 from agentcfg.workspace import Workspace
 
 TAIL_LINES = 40
 _BOX = re.compile(rb"^((?:\xef\xbb\xbf)?[ \t]*(?:>[ \t]*)*(?:[-*+]|\d{1,9}[.)])[ \t]+)\[ \]")
-
-
-class StepError(AgentcfgError):
-    """A step cannot be found, verified or marked."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +53,13 @@ def find_step(roadmap: Roadmap, query: str) -> Step:
     )
 
 
+def require_verify(step: Step, hint: str = "") -> str:
+    """The step's verify line; StepError when it has none."""
+    if not step.verify:
+        raise StepError(f"step {step.id} has no verify line" + (f"; {hint}" if hint else ""))
+    return step.verify
+
+
 def check_markable(step: Step) -> None:
     if step.mark != "open":
         raise StepError(f"step {step.id} is {step.mark}, not open")
@@ -71,12 +74,11 @@ def run(
     echo: Callable[[str], None] | None = None,
 ) -> VerifyResult:
     """Run the step's verify line in a shell from `cwd`, streaming each line to `echo`."""
-    if not step.verify:
-        raise StepError(f"step {step.id} has no verify line")
+    command = require_verify(step)
     tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
     started = time.monotonic()
     proc = subprocess.Popen(
-        step.verify,
+        command,
         shell=True,
         cwd=cwd,
         stdin=subprocess.DEVNULL,
@@ -84,10 +86,9 @@ def run(
         stderr=subprocess.STDOUT,
         start_new_session=True,  # so a timeout can end the command and all it started
     )
-    assert proc.stdout is not None
     timer = _Timer(proc, timeout)
     try:
-        for raw in proc.stdout:
+        for raw in proc.stdout or ():
             line = raw.decode("utf-8", "replace").rstrip("\n")
             tail.append(line)
             if echo is not None:
@@ -96,7 +97,7 @@ def run(
     finally:
         timer.cancel()
     duration = time.monotonic() - started
-    return VerifyResult(step.id, step.verify, None if timer.fired else code, duration, tuple(tail))
+    return VerifyResult(step.id, command, None if timer.fired else code, duration, tuple(tail))
 
 
 class _Timer:
@@ -129,7 +130,7 @@ def log(
 ) -> None:
     """A ledger event from the command line, tied to this session's run when it has one."""
     from agentcfg.claims import resolve_session, session_key
-    from agentcfg.roadmap import scan
+    from agentcfg.core.roadmap import scan
 
     try:
         run: str | None = session_key(resolve_session(None, env))
@@ -145,7 +146,7 @@ def mark_done(ws: Workspace, slug: str, step_id: str) -> Step:
     path = ws.roadmap_path(slug)
     with state.locked(ws.state / "locks" / f"roadmap-{slug}.lock"):
         data = path.read_bytes()
-        current = roadmaps.parse_bytes(ws, data, path)
+        current = loading.parse_bytes(ws, data, path)
         step = next((s for s in current.steps if s.id == step_id), None)
         if step is None:
             raise StepError(f"step {step_id} is no longer in roadmap `{slug}`")
@@ -158,5 +159,83 @@ def mark_done(ws: Workspace, slug: str, step_id: str) -> Step:
         lines[index] = flipped
         mode = path.stat().st_mode & 0o7777
         state.write_bytes(path.resolve(), b"\n".join(lines), mode=mode, private_dir=False)
-    roadmaps.load(ws, slug)  # refresh the parse cache
+    loading.load(ws, slug)  # refresh the parse cache
     return step
+
+
+Echo = Callable[[str], None]
+
+
+def prove(
+    ws: Workspace,
+    slug: str,
+    roadmap: Roadmap,
+    step: Step,
+    env: Mapping[str, str],
+    echo: Echo | None = None,
+) -> VerifyResult:
+    """Run one step's verify line; record the `verified` event and, when it passes, the proof."""
+    from agentcfg import proofs
+    from agentcfg.config import load_config
+
+    result = run(step, ws.root, load_config(ws, env).verify_timeout, echo)
+    moment = time.time()
+    log(
+        ws, "verified", slug, roadmap, env, moment,
+        step=step.id, exit_code=result.exit_code, duration=round(result.duration, 3),
+        passed=result.passed,
+    )  # fmt: skip
+    if result.passed:
+        proofs.record(ws, slug, step.id, result.command, moment)
+    return result
+
+
+def verify_steps(
+    ws: Workspace,
+    slug: str,
+    queries: Sequence[str],
+    env: Mapping[str, str],
+    echo: Callable[[Step], Echo | None] = lambda step: None,
+) -> list[VerifyResult]:
+    """`roadmap verify`: the named steps (done ones too), else every open step with a line."""
+    roadmap = loading.load(ws, slug)
+    if queries:
+        chosen = [find_step(roadmap, query) for query in queries]
+        for step in chosen:
+            require_verify(step)
+    else:
+        chosen = [s for s in roadmap.steps if s.is_open and s.verify]
+    return [prove(ws, slug, roadmap, step, env, echo(step)) for step in chosen]
+
+
+@dataclass(frozen=True)
+class Done:
+    """What `roadmap done` did: the step, its verify run, and whether the box was ticked."""
+
+    step: Step
+    result: VerifyResult | None  # None with --no-verify
+    marked: bool
+
+
+def done(
+    ws: Workspace, slug: str, query: str, env: Mapping[str, str], no_verify: bool = False
+) -> Done:
+    """`roadmap done`: run the step's verify line; when it passes, tick exactly its box.
+
+    A failing verify line leaves the box open (`marked` False).
+    """
+    roadmap = loading.load(ws, slug)
+    step = find_step(roadmap, query)
+    check_markable(step)
+    result = None
+    if not no_verify:
+        require_verify(step, "pass --no-verify to mark it anyway")
+        result = prove(ws, slug, roadmap, step, env)
+        if not result.passed:
+            return Done(step, result, marked=False)
+    mark_done(ws, slug, step.id)
+    log(
+        ws, "marked-done", slug, loading.load(ws, slug), env, time.time(),
+        step=step.id, verified=not no_verify,
+    )  # fmt: skip
+    return Done(step, result, marked=True)

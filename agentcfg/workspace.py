@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentcfg.errors import RoadmapError
+from agentcfg.paths import CONFIG_NAME, ROADMAPS, STATE, locate_root
 
-CONFIG_NAME = "agentcfg.yaml"
 ROADMAP_LIMIT = 8 * 1024 * 1024
 _SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -21,11 +21,11 @@ class Workspace:
 
     @property
     def roadmaps(self) -> Path:
-        return self.root / "roadmaps"
+        return self.root / ROADMAPS
 
     @property
     def state(self) -> Path:
-        return self.root / "state"
+        return self.root / STATE
 
     @property
     def config(self) -> Path:
@@ -64,15 +64,8 @@ def normalise_slug(slug: str) -> str:
 
 
 def find_root(cwd: str | os.PathLike[str], env: Mapping[str, str]) -> Workspace:
-    """$AGENTCFG_ROOT, else the nearest ancestor with agentcfg.yaml or roadmaps/, else cwd."""
-    explicit = env.get("AGENTCFG_ROOT")
-    if explicit:
-        return Workspace(Path(explicit).absolute())
-    start = Path(cwd).absolute()
-    for folder in (start, *start.parents):
-        if (folder / CONFIG_NAME).is_file() or (folder / "roadmaps").is_dir():
-            return Workspace(folder)
-    return Workspace(start)
+    """The workspace of a folder: DESIGN section 1's rule, as `paths.locate_root` applies it."""
+    return Workspace(Path(locate_root(os.fspath(cwd), env)))
 
 
 def decode(data: bytes, path: Path | str, what: str = "roadmap") -> str:

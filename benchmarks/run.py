@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agentcfg import claims, state
-from agentcfg.ladder import RunState
+from agentcfg.core.ladder import RunState
 from agentcfg.workspace import Workspace
 
 RUNS = int(os.environ.get("BENCH_RUNS", "15"))

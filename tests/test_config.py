@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from agentcfg.config import ChainEntry, Config, format_duration, load_config, parse_duration
+from agentcfg.config import ChainEntry, Config, load_config
+from agentcfg.core.times import format_duration, parse_duration
 from agentcfg.workspace import Workspace
 
 

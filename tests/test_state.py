@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from agentcfg import state
+from agentcfg.core import times
 from agentcfg.errors import StateError
 
 
@@ -73,6 +74,7 @@ def test_lock_times_out_instead_of_waiting_forever(tmp_path: Path) -> None:
 import sys, time
 from pathlib import Path
 from agentcfg import state
+from agentcfg.core import times
 with state.locked(Path({str(lock)!r})):
     print("held", flush=True)
     time.sleep(30)
@@ -107,16 +109,17 @@ def test_ledger_failure_is_reported_not_raised(tmp_path: Path) -> None:
 
 
 def test_iso_round_trip() -> None:
-    assert state.iso(0) == "1970-01-01T00:00:00Z"
-    assert state.parse_iso("1970-01-01T00:00:10Z") == 10.0
-    assert state.parse_iso("yesterday") is None
-    assert state.parse_iso(5) is None
+    assert times.iso(0) == "1970-01-01T00:00:00Z"
+    assert times.parse_iso("1970-01-01T00:00:10Z") == 10.0
+    assert times.parse_iso("yesterday") is None
+    assert times.parse_iso(5) is None
 
 
 WRITER = """
 import sys
 from pathlib import Path
 from agentcfg import state
+from agentcfg.core import times
 target = Path(sys.argv[1])
 n = 0
 print("ready", flush=True)

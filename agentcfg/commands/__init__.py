@@ -26,7 +26,7 @@ def emit_json(data: Any) -> None:
 
 def duration(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
     """A click callback: seconds from a duration like 90s, 30m, 2h, 1h30m or 7d."""
-    from agentcfg.config import parse_duration
+    from agentcfg.core.times import parse_duration
 
     if value is None:
         return None

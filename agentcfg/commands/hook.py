@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from agentcfg.hosts import HOSTS
+from agentcfg.hosts.registry import HOSTS
 
 
 @click.group()
@@ -13,9 +13,9 @@ def hook() -> None:
 
 
 @hook.command("stop")
-@click.option("--host", type=click.Choice(HOSTS), help="The host sending the payload.")
+@click.option("--host", type=click.Choice(sorted(HOSTS)), help="The host sending the payload.")
 def stop_command(host: str | None) -> None:
     """Read one stop payload on stdin and answer the host (block or allow)."""
-    from agentcfg.hook import main
+    from agentcfg.stop.hook import main
 
     raise SystemExit(main(["--host", host] if host else []))

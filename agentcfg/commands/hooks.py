@@ -10,7 +10,7 @@ import click
 
 from agentcfg import install
 from agentcfg.commands import workspace
-from agentcfg.hosts import HOSTS
+from agentcfg.hosts.registry import HOSTS
 
 host_option = click.option(
     "--host", type=click.Choice(HOSTS), required=True, help="The agent host."
@@ -27,7 +27,7 @@ dry_run_option = click.option("--dry-run", is_flag=True, help="Show the change w
 
 @click.group()
 def hooks() -> None:
-    """Install the stop hook into Claude Code, Codex CLI, Gemini CLI or Cursor."""
+    """Install the stop hook into an agent host's config file."""
 
 
 @hooks.command("install")
@@ -36,7 +36,7 @@ def hooks() -> None:
 @dry_run_option
 def install_command(host: str, scope: str, dry_run: bool) -> None:
     """Merge the stop hook into the host's config file (idempotent)."""
-    path = install.config_path(host, scope, workspace().root, Path.home())
+    path = install.config_path(host, scope, workspace().root, Path.home(), os.environ)
     _report(install.apply(path, host, install.hook_command(host), dry_run), dry_run)
 
 
@@ -46,7 +46,7 @@ def install_command(host: str, scope: str, dry_run: bool) -> None:
 @dry_run_option
 def uninstall_command(host: str, scope: str, dry_run: bool) -> None:
     """Take out exactly what install added."""
-    path = install.config_path(host, scope, workspace().root, Path.home())
+    path = install.config_path(host, scope, workspace().root, Path.home(), os.environ)
     _report(install.apply(path, host, None, dry_run), dry_run)
 
 

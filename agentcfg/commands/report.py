@@ -8,11 +8,11 @@ from typing import Any
 
 import click
 
-from agentcfg import report as reports
 from agentcfg.commands import duration, emit_json, json_option, now, workspace
-from agentcfg.config import format_duration
-from agentcfg.continuation import plural
-from agentcfg.state import LEDGER_NAME, iso
+from agentcfg.core import report as reports
+from agentcfg.core.texts import plural
+from agentcfg.core.times import format_duration, iso
+from agentcfg.state import LEDGER_NAME
 
 
 def _lines(path: Path) -> Iterator[bytes]:

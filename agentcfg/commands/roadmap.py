@@ -7,15 +7,14 @@ from typing import Any
 
 import click
 
-from agentcfg import proofs, roadmaps, verify
-from agentcfg.commands import bar, emit_json, json_option, now, workspace
-from agentcfg.config import load_config
-from agentcfg.continuation import plural
+from agentcfg import loading, verify
+from agentcfg.commands import bar, emit_json, json_option, workspace
+from agentcfg.core.lint import lint
+from agentcfg.core.roadmap import Step
+from agentcfg.core.texts import plural
 from agentcfg.errors import RoadmapError
-from agentcfg.lint import lint
-from agentcfg.roadmap import Roadmap, Step
 from agentcfg.verify import VerifyResult
-from agentcfg.workspace import Workspace, normalise_slug
+from agentcfg.workspace import normalise_slug
 
 
 @click.group()
@@ -28,7 +27,7 @@ def roadmap() -> None:
 def list_command(as_json: bool) -> None:
     """Every roadmap with its mode and progress."""
     ws = workspace()
-    rows = roadmaps.summaries(ws)
+    rows = loading.summaries(ws)
     if as_json:
         emit_json(rows)
         return
@@ -58,7 +57,7 @@ def _progress(counts: dict[str, Any]) -> str:
 def status_command(slug: str, as_json: bool) -> None:
     """Per-phase progress, counts and the next step."""
     slug = normalise_slug(slug)
-    data = roadmaps.status(slug, roadmaps.load(workspace(), slug))
+    data = loading.status(slug, loading.load(workspace(), slug))
     if as_json:
         emit_json(data)
         return
@@ -84,7 +83,7 @@ def _next_lines(step: dict[str, Any] | None, blocked: int) -> str:
 def next_command(slug: str, as_json: bool) -> None:
     """The next open step and its verify line."""
     slug = normalise_slug(slug)
-    data = roadmaps.status(slug, roadmaps.load(workspace(), slug))
+    data = loading.status(slug, loading.load(workspace(), slug))
     if as_json:
         emit_json(data["next"])
         return
@@ -110,7 +109,7 @@ def lint_command(slugs: tuple[str, ...], as_json: bool) -> None:
     for slug in slugs or tuple(ws.slugs()):
         shown = f"roadmaps/{slug.removesuffix('.md')}.md"
         try:
-            parsed = roadmaps.load(ws, slug)
+            parsed = loading.load(ws, slug)
         except RoadmapError as exc:
             rows.append({"file": shown, "line": 0, "level": "error", "message": str(exc)})
             continue
@@ -131,11 +130,9 @@ def lint_command(slugs: tuple[str, ...], as_json: bool) -> None:
 
 def _verify_line(result: VerifyResult) -> str:
     if result.exit_code is None:
-        outcome = f"FAIL {result.step} (timed out after {result.duration:.1f}s)"
-    else:
-        word = "PASS" if result.passed else "FAIL"
-        outcome = f"{word} {result.step} (exit {result.exit_code}, {result.duration:.1f}s)"
-    return outcome
+        return f"FAIL {result.step} (timed out after {result.duration:.1f}s)"
+    word = "PASS" if result.passed else "FAIL"
+    return f"{word} {result.step} (exit {result.exit_code}, {result.duration:.1f}s)"
 
 
 def _verify_json(result: VerifyResult) -> dict[str, Any]:
@@ -149,23 +146,9 @@ def _verify_json(result: VerifyResult) -> dict[str, Any]:
     }
 
 
-def _run_verify(
-    ws: Workspace, slug: str, parsed: Roadmap, step: Step, stream: bool
-) -> VerifyResult:
-    timeout = load_config(ws, os.environ).verify_timeout
-    if stream:
-        click.echo(f"-- {step.id}: {step.verify}")
-    result = verify.run(
-        step, ws.root, timeout, (lambda line: click.echo(f"   | {line}")) if stream else None
-    )
-    moment = now()
-    verify.log(
-        ws, "verified", slug, parsed, os.environ, moment,
-        step=step.id, exit_code=result.exit_code, duration=round(result.duration, 3), passed=result.passed,
-    )  # fmt: skip
-    if result.passed:
-        proofs.record(ws, slug, step.id, result.command, moment)
-    return result
+def _streamed(step: Step) -> verify.Echo:
+    click.echo(f"-- {step.id}: {step.verify}")
+    return lambda line: click.echo(f"   | {line}")
 
 
 @roadmap.command("verify")
@@ -175,16 +158,8 @@ def _run_verify(
 def verify_command(slug: str, steps: tuple[str, ...], as_json: bool) -> None:
     """Run verify lines: of the steps named, or of every open step that has one."""
     slug = normalise_slug(slug)
-    ws = workspace()
-    parsed = roadmaps.load(ws, slug)
-    if steps:
-        chosen = [verify.find_step(parsed, query) for query in steps]
-        for step in chosen:  # a named step may be done already: proving a ticked box is fine
-            if not step.verify:
-                raise verify.StepError(f"step {step.id} has no verify line")
-    else:
-        chosen = [s for s in parsed.steps if s.is_open and s.verify]
-    results = [_run_verify(ws, slug, parsed, step, stream=not as_json) for step in chosen]
+    echo = (lambda step: None) if as_json else _streamed
+    results = verify.verify_steps(workspace(), slug, steps, os.environ, echo)
     if as_json:
         emit_json([_verify_json(r) for r in results])
     elif not results:
@@ -205,25 +180,15 @@ def verify_command(slug: str, steps: tuple[str, ...], as_json: bool) -> None:
 def done_command(slug: str, step_query: str, no_verify: bool) -> None:
     """Run a step's verify line and, when it passes, mark the step's box done."""
     slug = normalise_slug(slug)
-    ws = workspace()
-    parsed = roadmaps.load(ws, slug)
-    step = verify.find_step(parsed, step_query)
-    verify.check_markable(step)
-    if not no_verify:
-        if not step.verify:
-            raise verify.StepError(
-                f"step {step.id} has no verify line; pass --no-verify to mark it anyway"
-            )
-        result = _run_verify(ws, slug, parsed, step, stream=False)
-        if not result.passed:
-            click.echo(f"verify line of step {step.id} failed: {step.verify}", err=True)
-            for line in result.tail:
-                click.echo(f"   | {line}", err=True)
-            click.echo(_verify_line(result) + "; the box stays open", err=True)
-            raise SystemExit(1)
+    outcome = verify.done(workspace(), slug, step_query, os.environ, no_verify)
+    step, result = outcome.step, outcome.result
+    if result is not None and not outcome.marked:
+        click.echo(f"verify line of step {step.id} failed: {step.verify}", err=True)
+        for line in result.tail:
+            click.echo(f"   | {line}", err=True)
+        click.echo(_verify_line(result) + "; the box stays open", err=True)
+        raise SystemExit(1)
+    if result is not None:
         click.echo(_verify_line(result))
-    verify.mark_done(ws, slug, step.id)
-    verify.log(ws, "marked-done", slug, roadmaps.load(ws, slug), os.environ, now(),
-               step=step.id, verified=not no_verify)  # fmt: skip
     how = "without running its verify line (--no-verify)" if no_verify else "its verify line passed"
     click.echo(f"marked step {step.id} done in roadmaps/{slug}.md: {how}")

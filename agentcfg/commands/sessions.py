@@ -9,7 +9,7 @@ import click
 
 from agentcfg import claims
 from agentcfg.commands import duration, emit_json, json_option, now, workspace
-from agentcfg.config import format_duration
+from agentcfg.core.times import format_duration
 
 session_option = click.option(
     "--session", "session", help="Session id (default: from the environment)."

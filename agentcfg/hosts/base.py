@@ -1,12 +1,56 @@
-"""What every host adapter produces and consumes."""
+"""What every host module provides (the `Host` protocol) and the values it trades in.
+
+A host module is imported before the stop hook knows it has work to do, so it loads nothing
+at import time: it imports this module inside the functions that build values.
+"""
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for every import
+    from collections.abc import Mapping
+    from pathlib import Path
+    from typing import Any, Protocol
+
+    class Host(Protocol):
+        """One agent host: its payload, its answers, its config file and its doctor checks."""
+
+        # read-only members: each module declares them as constants
+        @property
+        def NAME(self) -> str: ...  # the --host value
+        @property
+        def TITLE(self) -> str: ...  # how a person calls it
+        @property
+        def IDLE(self) -> str: ...  # what the hook prints when it allows with nothing to say
+        @property
+        def SESSION_ENV(self) -> tuple[str, ...]: ...  # the session id in the agent's shell
+        @property
+        def PROVEN(self) -> bool: ...  # driven by its real binary in `make e2e`
+
+        def recognises(self, payload: Mapping[str, object]) -> bool: ...
+        def session_of(self, payload: Mapping[str, object]) -> str: ...
+        def cwd_of(self, payload: Mapping[str, object]) -> str: ...
+        def to_event(self, payload: Mapping[str, object]) -> StopEvent: ...
+        def block(self, text: str) -> Answer: ...
+        def allow(self, note: str) -> Answer: ...
+        def config_path(
+            self, scope: str, root: Path, home: Path, env: Mapping[str, str]
+        ) -> Path: ...
+        def install(self, document: dict[str, Any], command: str) -> dict[str, Any]: ...
+        def uninstall(self, document: dict[str, Any]) -> dict[str, Any]: ...
+        def registered(self, document: Mapping[str, Any]) -> list[str]: ...
+        def checks(
+            self, path: Path, root: Path, home: Path, env: Mapping[str, str]
+        ) -> list[Finding]: ...
 
 
 @dataclass(frozen=True)
 class StopEvent:
+    """One stop fire, whichever host sent it."""
+
     session_id: str
     turn_id: str  # the host's own turn identity; "" when it has none
     transcript_path: str
@@ -20,36 +64,36 @@ class StopEvent:
 
 
 @dataclass(frozen=True)
-class Verdict:
-    kind: str  # "allow" | "warn" | "block"
-    message: str = ""
-    source: str = ""  # the concern that gave it
-
-    @property
-    def blocks(self) -> bool:
-        return self.kind == "block"
-
-
-ALLOW = Verdict("allow")
-
-
-@dataclass(frozen=True)
 class Answer:
+    """What the hook process prints and exits with."""
+
     exit_code: int
     stdout: str = ""
     stderr: str = ""
 
 
-def block_on_stderr(verdict: Verdict) -> Answer:
-    """The answer of the hosts that block with exit 2 and read the reason on stderr."""
-    if verdict.kind == "block":
-        return Answer(2, stderr=verdict.message + "\n")
-    return Answer(0)
+@dataclass(frozen=True)
+class Finding:
+    """One `doctor` finding, with its fix."""
+
+    level: str  # "ok" | "warning" | "error"
+    subject: str
+    message: str
+    fix: str = ""
 
 
-def text(payload: dict[str, object], name: str) -> str:
+class HostFileError(Exception):
+    """A host's config file has a shape we cannot merge into."""
+
+
+def text(payload: Mapping[str, object], name: str) -> str:
     value = payload.get(name)
     return value if isinstance(value, str) else ""
+
+
+def message(payload: Mapping[str, object], name: str) -> str | None:
+    value = payload.get(name)
+    return value if isinstance(value, str) else None
 
 
 def count_tasks(value: object) -> int:
@@ -64,3 +108,133 @@ def count_tasks(value: object) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return max(0, value)
     return 0
+
+
+def exit_two(text: str) -> Answer:
+    """The block of the hosts that read exit 2 and the reason on stderr."""
+    return Answer(2, stderr=text + "\n")
+
+
+def json_line(data: Mapping[str, object]) -> str:
+    import json
+
+    return json.dumps(data, ensure_ascii=False) + "\n"
+
+
+def is_ours(command: object) -> bool:
+    """A hook command line that runs our stop hook (installed CLI, module or plugin shim)."""
+    if not isinstance(command, str):
+        return False
+    words = command.split()
+    return any(w.strip("\"'").endswith("agentcfg") for w in words) and "stop" in words
+
+
+# The two shapes hosts give their hook lists. Grouped: {"hooks": {EVENT: [{"hooks": [entry]}]}}
+# (Claude Code, Codex, Gemini); flat: {"hooks": {EVENT: [entry]}} (Cursor).
+
+
+def _event_list(document: dict[str, Any], event: str) -> list[Any] | None:
+    """The document's list of hooks for `event`, None when it has none."""
+    hooks = document.get("hooks")
+    if hooks is None:
+        return None
+    if not isinstance(hooks, dict):
+        raise HostFileError("its `hooks` is not an object")
+    entries = hooks.get(event)
+    if entries is not None and not isinstance(entries, list):
+        raise HostFileError(f"its `hooks.{event}` is not a list")
+    return entries
+
+
+def _made_event_list(document: dict[str, Any], event: str) -> list[Any]:
+    """The document's list of hooks for `event`, made where missing."""
+    found = _event_list(document, event)
+    if found is not None:
+        return found
+    made: list[Any] = []
+    document.setdefault("hooks", {})[event] = made
+    return made
+
+
+def _inner(group: object) -> list[Any]:
+    inner = group.get("hooks") if isinstance(group, dict) else None
+    return inner if isinstance(inner, list) else []
+
+
+def registered_commands(
+    document: Mapping[str, Any], event: str, key: str = "command", grouped: bool = True
+) -> list[str]:
+    """The commands of ours registered for a stop event."""
+    try:
+        entries = _event_list(dict(document), event) or []
+    except HostFileError:
+        return []
+    hooks = [h for g in entries for h in _inner(g)] if grouped else entries
+    return [h[key] for h in hooks if isinstance(h, dict) and is_ours(h.get(key))]
+
+
+def install_hook(
+    document: dict[str, Any],
+    event: str,
+    entry: dict[str, Any],
+    key: str = "command",
+    group: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The document with our hook `entry` in it, once; an older command of ours is replaced.
+
+    With `group` the entry goes into a new {**group, "hooks": [entry]}; without, into the list.
+    """
+    result = copy.deepcopy(document)
+    entries = _made_event_list(result, event)
+    grouped = group is not None
+    if registered_commands(result, event, key, grouped) == [entry[key]] and _entries(
+        entries, key, grouped
+    ) == [entry]:
+        return result  # installed already, exactly as it would be now
+    _remove(entries, key, grouped)
+    entries.append({**group, "hooks": [entry]} if group is not None else entry)
+    return result
+
+
+def uninstall_hook(
+    document: dict[str, Any], event: str, key: str = "command", grouped: bool = True
+) -> dict[str, Any]:
+    """The document without our hooks, nor the containers that held only them."""
+    result = copy.deepcopy(document)
+    entries = _event_list(result, event)
+    if entries is None or not _remove(entries, key, grouped):
+        return result
+    hooks = result["hooks"]
+    if not entries:
+        del hooks[event]
+    if not hooks:
+        del result["hooks"]
+    return result
+
+
+def _entries(entries: list[Any], key: str, grouped: bool) -> list[Any]:
+    hooks = [h for g in entries for h in _inner(g)] if grouped else entries
+    return [h for h in hooks if isinstance(h, dict) and is_ours(h.get(key))]
+
+
+def _remove(entries: list[Any], key: str, grouped: bool) -> bool:
+    """Take our hooks out of an event's list, and any group that held nothing else; True if any."""
+    found = bool(_entries(entries, key, grouped))
+
+    def ours(hook: object) -> bool:
+        return isinstance(hook, dict) and is_ours(hook.get(key))
+
+    if not grouped:
+        entries[:] = [e for e in entries if not ours(e)]
+        return found
+    kept = []
+    for group in entries:
+        inner = _inner(group)
+        if inner:
+            rest = [h for h in inner if not ours(h)]
+            if not rest:
+                continue  # the group held only ours
+            group["hooks"] = rest
+        kept.append(group)
+    entries[:] = kept
+    return found

@@ -1,22 +1,51 @@
-"""Claude Code: `Stop` and `SubagentStop`; block with exit 2 and the text on stderr."""
+"""Claude Code: `Stop` and `SubagentStop` hooks in `.claude/settings.json`.
+
+It blocks a stop on exit 2 and hands stderr to the model; a `systemMessage` on stdout with
+exit 0 is shown to the person.
+"""
 
 from __future__ import annotations
 
-import json
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+    from typing import Any
 
-from agentcfg.hosts.base import Answer, StopEvent, Verdict, block_on_stderr, count_tasks, text
+    from agentcfg.hosts.base import Answer, Finding, StopEvent
 
 NAME = "claude"
+TITLE = "Claude Code"
+IDLE = ""
+SESSION_ENV = ("CLAUDE_CODE_SESSION_ID",)
+PROVEN = True
+EVENT = "Stop"
+HOOK_TIMEOUT = 30  # seconds; the chain itself gives up after 3
 
 
-def to_event(payload: dict[str, object]) -> StopEvent:
-    message = payload.get("last_assistant_message")
+def recognises(payload: Mapping[str, object]) -> bool:
+    return payload.get("hook_event_name") in ("Stop", "SubagentStop") and "turn_id" not in payload
+
+
+def session_of(payload: Mapping[str, object]) -> str:
+    value = payload.get("session_id")
+    return value if isinstance(value, str) else ""
+
+
+def cwd_of(payload: Mapping[str, object]) -> str:
+    value = payload.get("cwd")
+    return value if isinstance(value, str) else ""
+
+
+def to_event(payload: Mapping[str, object]) -> StopEvent:
+    from agentcfg.hosts.base import StopEvent, count_tasks, message, text
+
     return StopEvent(
         session_id=text(payload, "session_id"),
         turn_id=text(payload, "prompt_id"),
         transcript_path=text(payload, "transcript_path"),
         cwd=text(payload, "cwd"),
-        last_assistant_message=message if isinstance(message, str) else None,
+        last_assistant_message=message(payload, "last_assistant_message"),
         stop_hook_active=payload.get("stop_hook_active") is True,
         is_subagent=payload.get("hook_event_name") == "SubagentStop",
         background_tasks=count_tasks(payload.get("background_tasks")),
@@ -24,7 +53,40 @@ def to_event(payload: dict[str, object]) -> StopEvent:
     )
 
 
-def answer(verdict: Verdict) -> Answer:
-    if verdict.kind == "warn" and verdict.message:  # shown to the person, not the model
-        return Answer(0, stdout=json.dumps({"systemMessage": verdict.message}) + "\n")
-    return block_on_stderr(verdict)
+def block(text: str) -> Answer:
+    from agentcfg.hosts.base import exit_two
+
+    return exit_two(text)
+
+
+def allow(note: str) -> Answer:
+    from agentcfg.hosts.base import Answer, json_line
+
+    return Answer(0, stdout=json_line({"systemMessage": note})) if note else Answer(0)
+
+
+def config_path(scope: str, root: Path, home: Path, env: Mapping[str, str]) -> Path:
+    return (root if scope == "project" else home) / ".claude" / "settings.json"
+
+
+def install(document: dict[str, Any], command: str) -> dict[str, Any]:
+    from agentcfg.hosts.base import install_hook
+
+    entry = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT}
+    return install_hook(document, EVENT, entry, group={})
+
+
+def uninstall(document: dict[str, Any]) -> dict[str, Any]:
+    from agentcfg.hosts.base import uninstall_hook
+
+    return uninstall_hook(document, EVENT)
+
+
+def registered(document: Mapping[str, Any]) -> list[str]:
+    from agentcfg.hosts.base import registered_commands
+
+    return registered_commands(document, EVENT)
+
+
+def checks(path: Path, root: Path, home: Path, env: Mapping[str, str]) -> list[Finding]:
+    return []

@@ -1,20 +1,51 @@
-"""Codex CLI: `Stop` (and `SubagentStop`) with its own `turn_id`; block with exit 2 and stderr."""
+"""Codex CLI: `Stop` hooks in `.codex/hooks.json` (or `$CODEX_HOME/hooks.json`).
+
+Its payload carries its own `turn_id`, stable through a continuation loop. It blocks a stop
+on exit 2 and hands stderr to the model.
+"""
 
 from __future__ import annotations
 
-from agentcfg.hosts.base import Answer, StopEvent, Verdict, block_on_stderr, text
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+    from typing import Any
+
+    from agentcfg.hosts.base import Answer, Finding, StopEvent
 
 NAME = "codex"
+TITLE = "Codex CLI"
+IDLE = ""
+SESSION_ENV = ("CODEX_SESSION_ID", "CODEX_THREAD_ID")
+PROVEN = True
+EVENT = "Stop"
+HOOK_TIMEOUT = 30
 
 
-def to_event(payload: dict[str, object]) -> StopEvent:
-    message = payload.get("last_assistant_message")
+def recognises(payload: Mapping[str, object]) -> bool:
+    return payload.get("hook_event_name") in ("Stop", "SubagentStop") and "turn_id" in payload
+
+
+def session_of(payload: Mapping[str, object]) -> str:
+    value = payload.get("session_id")
+    return value if isinstance(value, str) else ""
+
+
+def cwd_of(payload: Mapping[str, object]) -> str:
+    value = payload.get("cwd")
+    return value if isinstance(value, str) else ""
+
+
+def to_event(payload: Mapping[str, object]) -> StopEvent:
+    from agentcfg.hosts.base import StopEvent, message, text
+
     return StopEvent(
         session_id=text(payload, "session_id"),
         turn_id=text(payload, "turn_id"),
         transcript_path=text(payload, "transcript_path"),
         cwd=text(payload, "cwd"),
-        last_assistant_message=message if isinstance(message, str) else None,
+        last_assistant_message=message(payload, "last_assistant_message"),
         stop_hook_active=payload.get("stop_hook_active") is True,
         is_subagent=payload.get("hook_event_name") == "SubagentStop" or "agent_id" in payload,
         background_tasks=0,  # Codex reports none
@@ -22,5 +53,45 @@ def to_event(payload: dict[str, object]) -> StopEvent:
     )
 
 
-def answer(verdict: Verdict) -> Answer:
-    return block_on_stderr(verdict)
+def block(text: str) -> Answer:
+    from agentcfg.hosts.base import exit_two
+
+    return exit_two(text)
+
+
+def allow(note: str) -> Answer:
+    from agentcfg.hosts.base import Answer
+
+    return Answer(0)  # Codex shows a hook's output to nobody when it allows
+
+
+def config_path(scope: str, root: Path, home: Path, env: Mapping[str, str]) -> Path:
+    if scope == "project":
+        return root / ".codex" / "hooks.json"
+    from pathlib import Path
+
+    codex_home = env.get("CODEX_HOME")
+    return (Path(codex_home) if codex_home else home / ".codex") / "hooks.json"
+
+
+def install(document: dict[str, Any], command: str) -> dict[str, Any]:
+    from agentcfg.hosts.base import install_hook
+
+    entry = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT}
+    return install_hook(document, EVENT, entry, group={})
+
+
+def uninstall(document: dict[str, Any]) -> dict[str, Any]:
+    from agentcfg.hosts.base import uninstall_hook
+
+    return uninstall_hook(document, EVENT)
+
+
+def registered(document: Mapping[str, Any]) -> list[str]:
+    from agentcfg.hosts.base import registered_commands
+
+    return registered_commands(document, EVENT)
+
+
+def checks(path: Path, root: Path, home: Path, env: Mapping[str, str]) -> list[Finding]:
+    return []

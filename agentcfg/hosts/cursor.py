@@ -1,4 +1,5 @@
-"""Cursor: `stop`; it never blocks, it answers with a follow-up message the agent receives next.
+"""Cursor: `stop` hooks in `.cursor/hooks.json`. Cursor never blocks a stop: it answers with a
+follow-up message the agent receives next. Not proven against a real Cursor binary.
 
 Cursor gives a generation id per agent reply and a `loop_count` of follow-ups: a count of
 0 is the first stop after the person spoke, so only then is the generation a new human turn.
@@ -6,22 +7,53 @@ Cursor gives a generation id per agent reply and a `loop_count` of follow-ups: a
 
 from __future__ import annotations
 
-import json
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+    from typing import Any
 
-from agentcfg.hosts.base import Answer, StopEvent, Verdict, text
+    from agentcfg.hosts.base import Answer, Finding, StopEvent
 
 NAME = "cursor"
+TITLE = "Cursor"
+IDLE = "{}\n"
+SESSION_ENV: tuple[str, ...] = ()
+PROVEN = False
+EVENT = "stop"
 
 
-def to_event(payload: dict[str, object]) -> StopEvent:
+def recognises(payload: Mapping[str, object]) -> bool:
+    return payload.get("hook_event_name") == EVENT or "conversation_id" in payload
+
+
+def session_of(payload: Mapping[str, object]) -> str:
+    for name in ("conversation_id", "session_id"):
+        value = payload.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def cwd_of(payload: Mapping[str, object]) -> str:
+    cwd = payload.get("cwd")
+    if isinstance(cwd, str) and cwd:
+        return cwd
+    roots = payload.get("workspace_roots")
+    return roots[0] if isinstance(roots, list) and roots and isinstance(roots[0], str) else ""
+
+
+def to_event(payload: Mapping[str, object]) -> StopEvent:
+    from agentcfg.hosts.base import StopEvent, text
+
     loop_count = payload.get("loop_count")
     first = loop_count in (0, None) or isinstance(loop_count, bool)
     status = payload.get("status")
     return StopEvent(
-        session_id=text(payload, "conversation_id") or text(payload, "session_id"),
+        session_id=session_of(payload),
         turn_id=text(payload, "generation_id") if first else "",
         transcript_path=text(payload, "transcript_path"),
-        cwd=text(payload, "cwd") or _first_root(payload),
+        cwd=cwd_of(payload),
         last_assistant_message=None,  # read from the transcript when there is one
         stop_hook_active=not first,
         is_subagent=False,
@@ -31,12 +63,52 @@ def to_event(payload: dict[str, object]) -> StopEvent:
     )
 
 
-def _first_root(payload: dict[str, object]) -> str:
-    roots = payload.get("workspace_roots")
-    return roots[0] if isinstance(roots, list) and roots and isinstance(roots[0], str) else ""
+def block(text: str) -> Answer:
+    from agentcfg.hosts.base import Answer, json_line
+
+    return Answer(0, stdout=json_line({"followup_message": text}))
 
 
-def answer(verdict: Verdict) -> Answer:
-    if verdict.kind == "block":
-        return Answer(0, stdout=json.dumps({"followup_message": verdict.message}) + "\n")
-    return Answer(0, stdout="{}\n")
+def allow(note: str) -> Answer:
+    from agentcfg.hosts.base import Answer
+
+    return Answer(0, stdout=IDLE)
+
+
+def config_path(scope: str, root: Path, home: Path, env: Mapping[str, str]) -> Path:
+    return (root if scope == "project" else home) / ".cursor" / "hooks.json"
+
+
+def install(document: dict[str, Any], command: str) -> dict[str, Any]:
+    from agentcfg.hosts.base import install_hook
+
+    if "version" not in document:
+        document = {"version": 1, **document}
+    return install_hook(document, EVENT, {"command": command})
+
+
+def uninstall(document: dict[str, Any]) -> dict[str, Any]:
+    from agentcfg.hosts.base import uninstall_hook
+
+    result = uninstall_hook(document, EVENT, grouped=False)
+    return {} if result == {"version": 1} else result
+
+
+def registered(document: Mapping[str, Any]) -> list[str]:
+    from agentcfg.hosts.base import registered_commands
+
+    return registered_commands(document, EVENT, grouped=False)
+
+
+def checks(path: Path, root: Path, home: Path, env: Mapping[str, str]) -> list[Finding]:
+    from agentcfg.hosts.base import Finding
+
+    return [
+        Finding(
+            "warning",
+            f"{NAME}",
+            "the Cursor adapter follows Cursor's documented payloads; it is not proven "
+            "against a real Cursor binary",
+            "watch the first runs in the ledger (`agentcfg report`)",
+        )
+    ]

@@ -14,10 +14,12 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from agentcfg import claims, stop
+from agentcfg import claims
 from agentcfg.config import Config
+from agentcfg.core.roadmap import parse_roadmap, scan
 from agentcfg.hosts.base import StopEvent
-from agentcfg.roadmap import parse_roadmap, scan
+from agentcfg.stop.context import HookContext
+from agentcfg.stop.hook import decide
 from agentcfg.workspace import Workspace
 
 MAX_ITERATIONS = 4
@@ -75,7 +77,7 @@ class Fires(RuleBasedStateMachine):
         )
         open_before = scan(parse_roadmap(self.roadmap.read_text())).counts
         before = len(self.ledger())
-        verdict = stop.decide(stop.HookContext(event, self.ws, self.config, {}, self.now))
+        verdict = decide(HookContext(event, self.ws, self.config, {}, self.now))
         new = [e["event"] for e in self.ledger()[before:]]
         if "engage" in new or (verdict.blocks and verdict.source == "run-continuation"):
             assert not self.halted, "a halted run blocked again"

@@ -1,0 +1,196 @@
+"""What the continuations did, from the ledger in one streaming pass: runs, totals, burndowns.
+
+Pure: an iterable of ledger lines and the filters in, a Report out. Memory stays bounded:
+finished runs beyond `keep` are folded into the totals and only the newest are kept as rows.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentcfg.core.times import parse_iso
+
+# `blocked` only pauses a run: unblocked steps carry it on
+ENDINGS = ("complete", "halt-max-iterations", "halt-wall-clock", "halt-stall")
+BURNDOWN_POINTS = 64
+SPARKS = "▁▂▃▄▅▆▇█"
+
+
+@dataclass
+class Run:
+    run: str
+    slug: str
+    started: float
+    last: float
+    engagements: int = 0
+    closed: int = 0
+    outcome: str = "running"
+    streak: int = 0
+    longest_streak: int = 0
+    last_open: int | None = None
+    burndown: collections.deque[int] = field(
+        default_factory=lambda: collections.deque(maxlen=BURNDOWN_POINTS)
+    )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run": self.run,
+            "slug": self.slug,
+            "started": self.started,
+            "engagements": self.engagements,
+            "closed": self.closed,
+            "outcome": self.outcome,
+            "wall_seconds": round(self.last - self.started, 3),
+            "burndown": list(self.burndown),
+        }
+
+
+@dataclass
+class Report:
+    lines: int = 0
+    skipped: int = 0
+    matched: int = 0
+    runs_total: int = 0
+    engagements: int = 0
+    closed: int = 0
+    outcomes: collections.Counter[str] = field(default_factory=collections.Counter)
+    events: collections.Counter[str] = field(default_factory=collections.Counter)
+    refusals: collections.Counter[str] = field(default_factory=collections.Counter)
+    longest_streak: int = 0
+    rows: list[Run] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        per = self.closed / self.engagements if self.engagements else None
+        return {
+            "lines": self.lines,
+            "skipped": self.skipped,
+            "matched": self.matched,
+            "runs": self.runs_total,
+            "engagements": self.engagements,
+            "steps_closed": self.closed,
+            "steps_closed_per_engagement": None if per is None else round(per, 3),
+            "outcomes": dict(sorted(self.outcomes.items())),
+            "deferred_to_quality_gate": self.events["deferred-quality-gate"],
+            "handbacks": {
+                "question": self.events["handback-question"],
+                "background": self.events["handback-background"],
+            },
+            "shadow_would_engage": self.events["shadow-engage"],
+            "longest_engagement_streak": self.longest_streak,
+            "refusals": dict(sorted(self.refusals.items())),
+            "verified": self.events["verified"],
+            "marked_done": self.events["marked-done"],
+            "errors": self.events["error"] + self.events["concern-error"],
+            "rows": [run.to_json() for run in self.rows],
+        }
+
+
+def build(
+    lines: Iterable[str | bytes],
+    since: float | None = None,
+    slug: str | None = None,
+    run: str | None = None,
+    keep: int = 20,
+) -> Report:
+    """Fold ledger lines into a Report; lines that do not parse are counted and skipped."""
+    report = Report()
+    active: dict[tuple[str, str], Run] = {}
+    finished: collections.deque[Run] = collections.deque(maxlen=keep)
+    for raw in lines:
+        report.lines += 1
+        event = _event(raw)
+        if event is None:
+            report.skipped += 1
+            continue
+        at, name, key, event_slug = (
+            event["_at"],
+            event["event"],
+            event.get("run"),
+            event.get("slug"),
+        )
+        if since is not None and at < since:
+            continue
+        if slug is not None and event_slug != slug:
+            continue
+        if run is not None and not (isinstance(key, str) and key.startswith(run)):
+            continue
+        report.matched += 1
+        report.events[name] += 1
+        if name == "refused":
+            report.refusals[str(event.get("detector"))] += 1
+        if not isinstance(key, str) or not isinstance(event_slug, str) or name in _NOT_RUN_EVENTS:
+            continue
+        ident = (key, event_slug)
+        current = active.get(ident)
+        if current is None or name == "claimed":
+            if current is not None:
+                _finish(report, finished, active.pop(ident))
+            current = active[ident] = Run(key, event_slug, at, at)
+            report.runs_total += 1
+        _apply(report, current, name, event, at)
+        if name in ENDINGS:
+            current.outcome = name
+            _finish(report, finished, active.pop(ident))
+    for leftover in active.values():
+        report.outcomes[leftover.outcome] += 1
+        report.longest_streak = max(report.longest_streak, leftover.longest_streak)
+    rows = [*finished, *active.values()]
+    report.rows = sorted(rows, key=lambda r: r.started)[-keep:]
+    return report
+
+
+_NOT_RUN_EVENTS = frozenset({"verified", "marked-done", "error", "concern-error"})
+
+
+def _event(raw: str | bytes) -> dict[str, Any] | None:
+    try:
+        event = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(event, dict) or not isinstance(event.get("event"), str):
+        return None
+    at = parse_iso(event.get("at"))
+    if at is None:
+        return None
+    event["_at"] = at
+    return event
+
+
+def _apply(report: Report, run: Run, name: str, event: dict[str, Any], at: float) -> None:
+    run.last = max(run.last, at)
+    open_count = event.get("open")
+    if isinstance(open_count, int) and not isinstance(open_count, bool):
+        if run.last_open is not None and open_count < run.last_open:
+            drop = run.last_open - open_count
+            run.closed += drop
+            report.closed += drop
+        run.last_open = open_count
+    if name in ("engage", "blocked"):
+        run.outcome = "running" if name == "engage" else "blocked"
+    if name == "engage":
+        run.engagements += 1
+        report.engagements += 1
+        run.streak += 1
+        run.longest_streak = max(run.longest_streak, run.streak)
+        if isinstance(open_count, int):
+            run.burndown.append(open_count)
+    elif name not in ("refused", "claimed", "deferred-quality-gate"):
+        run.streak = 0  # the agent was let go: the streak of re-engagements ends
+
+
+def _finish(report: Report, finished: collections.deque[Run], run: Run) -> None:
+    report.outcomes[run.outcome] += 1
+    report.longest_streak = max(report.longest_streak, run.longest_streak)
+    finished.append(run)
+
+
+def sparkline(values: Iterable[int]) -> str:
+    points = list(values)
+    if not points:
+        return ""
+    top = max(points) or 1
+    return "".join(SPARKS[min(len(SPARKS) - 1, round(v / top * (len(SPARKS) - 1)))] for v in points)

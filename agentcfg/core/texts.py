@@ -1,0 +1,65 @@
+"""The texts an agent reads: the continuation and the quality gate's refusals. Pure."""
+
+from __future__ import annotations
+
+from agentcfg.core.roadmap import Step, clip
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def continuation(
+    slug: str, open_count: int, blocked: int, step: Step | None, iteration: int, cap: int
+) -> str:
+    blocked_note = f" (+{blocked} blocked-by, not yours this run)" if blocked else ""
+    lines = [
+        f"run-continuation: roadmap `{slug}` has {plural(open_count, 'open step')}{blocked_note}"
+        f" — iteration {iteration}/{cap}."
+    ]
+    if step is not None:
+        lines.append(f"Next step: **{step.id}** {clip(step.text)}".rstrip())
+    if step is not None and step.verify:
+        lines.append(f"  verify: {step.verify}")
+    lines.append(
+        "Do this step now, and end the turn once it is closed. "
+        "Hand back instead only for a decision the roadmap reserves for a person."
+    )
+    target = step.id if step is not None else "<step>"
+    lines.append(
+        f"Close the step with `agentcfg roadmap done {slug} {target}`: "
+        + (
+            "it runs the verify line and marks the box only when it passes."
+            if step is not None and step.verify
+            else "this step has no verify line, so add `--no-verify`."
+        )
+    )
+    return "\n".join(lines)
+
+
+REFUSALS = {
+    "promissory-closing": (
+        "turn-end-gate: your last message promises work ({quote}) but the turn is ending "
+        "without it. Do that work now, or say plainly that it is not going to happen and why."
+    ),
+    "unverified-completion": (
+        "turn-end-gate: your last message claims the work is done or passing ({quote}), "
+        "but no command ran in this turn. Run the check that proves it, then end the turn "
+        "with what it printed."
+    ),
+    "deference": (
+        "turn-end-gate: you asked for permission ({quote}), but this session runs roadmap "
+        "`{slug}` autonomously: the contract already answers that question. Carry on with the "
+        "next open step; hand back only for a decision the roadmap reserves for a person."
+    ),
+    "unproven-step": (
+        "turn-end-gate: step **{step}** of roadmap `{slug}` was marked done this turn, but its "
+        "verify line has not passed since. Run `agentcfg roadmap verify {slug} {step}` (or "
+        "`{command}`) and keep the box only if it passes."
+    ),
+}
+
+
+def refusal(detector: str, quote: str, slug: str = "", step: str = "", command: str = "") -> str:
+    short = clip(quote, 120).replace("\n", " ")
+    return REFUSALS[detector].format(quote=f'"{short}"', slug=slug, step=step, command=command)

@@ -1,0 +1,59 @@
+"""Times and durations as people and files write them: ISO-8601 UTC, and "90s", "4h", "1h30m". Pure."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)([dhms])")
+_UNITS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
+
+
+def iso(epoch: float) -> str:
+    return (
+        datetime.fromtimestamp(epoch, timezone.utc)
+        .isoformat(timespec="seconds")
+        .replace("+00:00", "Z")
+    )
+
+
+def parse_iso(text: object) -> float | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp()
+
+
+def parse_duration(value: object) -> float | None:
+    """Seconds from 90, "90s", "30m", "4h", "1h30m", "2d"; None when not a positive duration."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value) if value > 0 else None
+    if not isinstance(value, str):
+        return None
+    text = value.strip().lower()
+    if re.fullmatch(r"\d+(?:\.\d+)?", text):
+        seconds = float(text)
+    elif re.fullmatch(r"(?:\d+(?:\.\d+)?[dhms])+", text):
+        seconds = sum(float(n) * _UNITS[u] for n, u in _DURATION.findall(text))
+    else:
+        return None
+    return seconds if seconds > 0 else None
+
+
+def format_duration(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m"
+    if seconds < 86400:
+        hours, minutes = divmod(seconds // 60, 60)
+        return f"{hours}h{minutes:02d}m" if minutes else f"{hours}h"
+    return f"{seconds // 86400}d{(seconds % 86400) // 3600}h"

@@ -1,0 +1,120 @@
+"""Roadmaps of a workspace: read from disk and parsed, through the parse cache."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+from agentcfg import cache
+from agentcfg.core.roadmap import (
+    DEFAULT_MODE,
+    Counts,
+    Phase,
+    Problem,
+    Roadmap,
+    Step,
+    parse_roadmap,
+    scan,
+)
+from agentcfg.errors import RoadmapError
+from agentcfg.workspace import ROADMAP_LIMIT, Workspace, decode
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for every import
+    from typing import Any
+
+
+def load(ws: Workspace, slug: str) -> Roadmap:
+    """The parsed roadmap a slug names; RoadmapError if it cannot be read."""
+    return load_path(ws, ws.roadmap_path(slug))
+
+
+def load_path(ws: Workspace, path: Path) -> Roadmap:
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(ROADMAP_LIMIT + 1)
+    except OSError as exc:
+        raise RoadmapError(
+            f"cannot read roadmap {_shown(ws, path)}: {exc.strerror or exc}"
+        ) from None
+    return parse_bytes(ws, data, path)
+
+
+def parse_bytes(ws: Workspace, data: bytes, path: Path) -> Roadmap:
+    """A roadmap file's bytes parsed, through the cache; RoadmapError if they are not text."""
+    text = decode(data, _shown(ws, path))
+    try:
+        mtime_ns = path.stat().st_mtime_ns
+    except OSError:
+        mtime_ns = 0
+    return cache.through(
+        ws,
+        "roadmap",
+        data,
+        (str(path.absolute()), len(data), mtime_ns),
+        lambda: parse_roadmap(text),
+        asdict,
+        _restore,
+    )
+
+
+def _shown(ws: Workspace, path: Path) -> str:
+    return f"roadmaps/{path.name}" if path.parent == ws.roadmaps else str(path)
+
+
+def _restore(data: Any) -> Roadmap | None:
+    try:
+        return Roadmap(
+            data["mode"],
+            data["title"],
+            tuple(Phase(**p) for p in data["phases"]),
+            tuple(Step(**s) for s in data["steps"]),
+            tuple(Problem(**p) for p in data["problems"]),
+        )
+    except (TypeError, KeyError):
+        return None
+
+
+def step_json(step: Step | None) -> dict[str, Any] | None:
+    if step is None:
+        return None
+    return {"id": step.id, "text": step.text, "verify": step.verify, "line": step.line}
+
+
+def counts_json(counts: Counts) -> dict[str, int]:
+    return {
+        "open": counts.open,
+        "blocked": counts.blocked,
+        "done": counts.done,
+        "deferred": counts.deferred,
+        "cancelled": counts.cancelled,
+    }
+
+
+def status(slug: str, roadmap: Roadmap) -> dict[str, Any]:
+    """The `roadmap status --json` shape."""
+    result = scan(roadmap)
+    return {
+        "slug": slug,
+        "mode": roadmap.mode or DEFAULT_MODE,
+        **counts_json(result.counts),
+        "next": step_json(result.next),
+        "phases": [
+            {"id": phase.id, "title": phase.title, **counts_json(counts)}
+            for phase, counts in result.phases
+        ],
+    }
+
+
+def summaries(ws: Workspace) -> list[dict[str, Any]]:
+    """Every roadmap of the workspace with its mode and progress, or the error that hides them."""
+    rows: list[dict[str, Any]] = []
+    for slug in ws.slugs():
+        try:
+            data = status(slug, load(ws, slug))
+        except RoadmapError as exc:
+            rows.append({"slug": slug, "error": str(exc)})
+            continue
+        del data["phases"]
+        rows.append(data)
+    return rows

@@ -1,0 +1,49 @@
+"""Names every part agrees on, with the interpreter's own modules only: the stop hook reads them
+before it knows it has work to do.
+
+The workspace root rule (DESIGN section 1) lives here once, for the hook and the CLI.
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+CONFIG_NAME = "agentcfg.yaml"
+ROADMAPS = "roadmaps"
+STATE = "state"
+
+
+def locate_root(cwd: str, env: Mapping[str, str]) -> str:
+    """$AGENTCFG_ROOT, else the nearest ancestor holding agentcfg.yaml or roadmaps/, else cwd."""
+    explicit = env.get("AGENTCFG_ROOT")
+    if explicit:
+        return os.path.abspath(explicit)
+    start = folder = os.path.abspath(cwd or ".")
+    while True:
+        if os.path.isfile(os.path.join(folder, CONFIG_NAME)) or os.path.isdir(
+            os.path.join(folder, ROADMAPS)
+        ):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return start
+        folder = parent
+
+
+def sha256_hex(data: bytes) -> str:
+    """sha256 in hex, from the builtin module where there is one: hashlib loads OpenSSL."""
+    try:
+        from _sha256 import sha256  # type: ignore[import-not-found]
+    except ImportError:  # pragma: no cover - builds without it
+        from hashlib import sha256
+    digest: str = sha256(data).hexdigest()
+    return digest
+
+
+def session_key(session_id: str) -> str:
+    """The first 32 hex digits of sha256(session id): the session's file name in state/."""
+    return sha256_hex(session_id.encode("utf-8", "surrogatepass"))[:32]

@@ -1,0 +1,140 @@
+"""turn-end-gate: refuse, once per turn, a turn end that looks unfinished.
+
+Config `mode` rules it as it rules the whole hook: `off` silences it, `shadow` records
+what it would refuse without blocking.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from agentcfg import state
+from agentcfg.core import phrases
+from agentcfg.core.roadmap import Step
+from agentcfg.core.texts import refusal
+from agentcfg.core.times import iso
+from agentcfg.errors import StateError
+from agentcfg.proofs import proven_since
+from agentcfg.stop.context import HookContext
+from agentcfg.stop.dispatch import ALLOW, Verdict
+
+
+class TurnEndGate:
+    name = "turn-end-gate"
+
+    def check(self, ctx: HookContext) -> Verdict:
+        if (
+            ctx.event.is_subagent
+            or ctx.event.interrupted
+            or not ctx.turn
+            or ctx.config.mode == "off"
+        ):
+            return ALLOW
+        if ctx.config.gate_scope == "claimed" and not ctx.autonomous:
+            return ALLOW
+        unproven = _unproven_steps(ctx)
+        path = ctx.refusal_path()
+        try:
+            with state.locked(path.with_suffix(".lock")):
+                found = self._refuse(ctx, unproven, path)
+        except (StateError, OSError):
+            return ALLOW  # a refusal that cannot be remembered could repeat: let the turn end
+        if found is None:
+            return ALLOW
+        detector, quote, step = found
+        extra: dict[str, object] = {"step": step.id} if step else {}
+        if ctx.config.mode == "shadow":
+            extra["shadow"] = True
+        ctx.log("refused", detector=detector, quote=quote[:240], **extra)
+        if ctx.config.mode == "shadow":
+            return ALLOW  # recorded as it would have been refused, never blocked
+        slug = ctx.claim.slug if ctx.claim else ""
+        text = refusal(
+            detector,
+            quote,
+            slug=slug,
+            step=step.id if step else "",
+            command=(step.verify or "") if step else "",
+        )
+        return Verdict("block", text, self.name)
+
+    def _refuse(
+        self, ctx: HookContext, unproven: list[Step], path: Path
+    ) -> tuple[str, str, Step | None] | None:
+        """Under the marker's lock: what to refuse this turn, remembered; None for nothing."""
+        marker = state.read_json(path)
+        if marker is not None and marker.get("refused_turn") == ctx.turn:
+            return None  # at most one refusal per turn
+        found = self._detect(ctx, unproven)
+        if found is not None:
+            state.write_json(
+                path,
+                {
+                    "refused_turn": ctx.turn,
+                    "refused_reply": ctx.reply_key,
+                    "detector": found[0],
+                    "refused_at": iso(ctx.now),
+                    "counts": _counts(ctx),
+                },
+            )
+        return found
+
+    def _detect(
+        self, ctx: HookContext, unproven: list[Step]
+    ) -> tuple[str, str, Step | None] | None:
+        message, enabled = ctx.final_message, ctx.config.detectors
+        if "unproven-step" in enabled and unproven:
+            return "unproven-step", "", unproven[0]
+        if not message.strip():
+            return None
+        if "deference" in enabled and ctx.autonomous:
+            quote = phrases.deference(message)
+            if quote:
+                return "deference", quote, None
+        if "promissory-closing" in enabled:
+            quote = phrases.promise(message)
+            if quote:
+                return "promissory-closing", quote, None
+        if "unverified-completion" in enabled:
+            quote = phrases.completion(message)
+            if quote and ctx.transcript.tools_ran is False:
+                return "unverified-completion", quote, None
+        return None
+
+
+def _unproven_steps(ctx: HookContext) -> list[Step]:
+    """Steps open at the previous fire, done now, with a verify line that has not passed since.
+
+    Records this fire's open steps for the next one to compare against.
+    """
+    if not ctx.autonomous or ctx.claim is None or ctx.scan is None or ctx.roadmap is None:
+        return []
+    slug = ctx.claim.slug
+    path = ctx.ws.state / "marks" / f"{ctx.key}-{slug}.json"
+    before = state.read_json(path) or {}
+    listed = before.get("open")
+    was_open: list[object] = listed if isinstance(listed, list) else []
+    seen_at = before.get("at") if isinstance(before.get("at"), (int, float)) else None
+    now_open = [s.id for s in ctx.roadmap.steps if s.mark == "open"]
+    if now_open != was_open:
+        # without a record the next fire simply sees nothing newly done
+        with contextlib.suppress(OSError):
+            state.write_json(path, {"open": now_open, "at": ctx.now})
+    if seen_at is None:
+        return []
+    done = {s.id: s for s in ctx.roadmap.steps if s.mark == "done" and s.verify}
+    return [
+        done[step_id]
+        for step_id in was_open
+        if isinstance(step_id, str)
+        and step_id in done
+        and not proven_since(ctx.ws, slug, step_id, seen_at)
+    ]
+
+
+def _counts(ctx: HookContext) -> dict[str, int] | None:
+    if ctx.scan is None:
+        return None
+    counts = ctx.scan.counts
+    return {"open": counts.open, "blocked": counts.blocked, "done": counts.done}

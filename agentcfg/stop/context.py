@@ -1,0 +1,118 @@
+"""What one stop fire sees: the host's event, the workspace, config, and what they lead to.
+
+Each derived value (claim, roadmap, scan, transcript, turn) is read at most once, and only
+when a concern asks for it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from functools import cached_property
+from pathlib import Path
+
+from agentcfg import claims, loading, state
+from agentcfg.config import Config
+from agentcfg.core.ladder import Caps
+from agentcfg.core.roadmap import Roadmap, Scan, scan
+from agentcfg.errors import AgentcfgError
+from agentcfg.hosts.base import StopEvent
+from agentcfg.paths import session_key, sha256_hex
+from agentcfg.transcript import TurnInfo, read_turn
+from agentcfg.workspace import Workspace
+
+
+class HookContext:
+    """Everything the concerns of one fire may ask, each read at most once and only if asked."""
+
+    def __init__(
+        self, event: StopEvent, ws: Workspace, config: Config, env: Mapping[str, str], now: float
+    ) -> None:
+        self.event = event
+        self.ws = ws
+        self.config = config
+        self.env = env
+        self.now = now
+        self.key = session_key(event.session_id)
+        self.problem: str | None = None  # why a claimed roadmap could not be read
+        # what the fire has read so far, for the ledger: logging must not start a parse
+        self._scan: Scan | None = None
+        self._turn: str = event.turn_id
+
+    @cached_property
+    def claim(self) -> claims.Claim | None:
+        """This session's live claim; None when absent or stale."""
+        found = claims.read_claim(self.ws, self.key) if self.event.session_id else None
+        return None if found is None or claims.is_stale(self.ws, found) else found
+
+    @cached_property
+    def roadmap(self) -> Roadmap | None:
+        if self.claim is None:
+            return None
+        try:
+            return loading.load(self.ws, self.claim.slug)
+        except AgentcfgError as exc:
+            self.problem = str(exc)
+            return None
+
+    @cached_property
+    def scan(self) -> Scan | None:
+        self._scan = scan(self.roadmap) if self.roadmap is not None else None
+        return self._scan
+
+    @property
+    def autonomous(self) -> bool:
+        """This session holds a live claim on an autonomous roadmap."""
+        return self.roadmap is not None and self.roadmap.autonomous
+
+    @cached_property
+    def transcript(self) -> TurnInfo:
+        return read_turn(self.event.transcript_path)
+
+    @cached_property
+    def turn(self) -> str:
+        self._turn = self.event.turn_id or self.transcript.turn
+        return self._turn
+
+    @cached_property
+    def final_message(self) -> str:
+        if self.event.last_assistant_message is not None:
+            return self.event.last_assistant_message
+        return self.transcript.final_message or ""
+
+    @cached_property
+    def reply_key(self) -> str:
+        try:
+            size = os.stat(self.event.transcript_path).st_size if self.event.transcript_path else 0
+        except (OSError, ValueError):
+            size = 0
+        digest = sha256_hex(self.final_message.encode("utf-8", "replace"))[:16]
+        return f"{self.turn}|{digest}|{size}"
+
+    @property
+    def caps(self) -> Caps:
+        claim = self.claim
+        return Caps(
+            claim.max_iterations if claim and claim.max_iterations else self.config.max_iterations,
+            claim.wall_clock if claim and claim.wall_clock else self.config.wall_clock,
+            self.config.stall_window,
+        )
+
+    def refusal_path(self) -> Path:
+        return self.ws.state / "refusals" / f"{self.key}.json"
+
+    def log(self, event: str, **fields: object) -> None:
+        """Append one ledger event with the standard fields; never fails the fire."""
+        known = self._scan
+        record = state.event(
+            event,
+            self.now,
+            self.key,
+            self.claim.slug if self.claim else None,
+            turn=self._turn,
+            open=known.counts.open if known else None,
+            blocked=known.counts.blocked if known else None,
+            host=self.event.host,
+            **fields,
+        )
+        state.append_ledger(self.ws.state, record)

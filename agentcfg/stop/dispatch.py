@@ -1,0 +1,135 @@
+"""The dispatcher: run a chain of concerns, each bounded in time, and reduce their verdicts.
+
+Every concern runs (so each can record what it saw); the first block wins. A concern that
+crashes or runs out of time allows, unless it is declared fail_closed; an advisory concern
+can only warn.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from agentcfg.config import ChainEntry
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for every import
+    from typing import Any, Protocol
+
+    class Concern(Protocol):
+        name: str
+
+        def check(self, ctx: Any) -> Verdict: ...
+
+
+# The whole chain's time: hosts wait on the hook, and a stop decision that takes longer than
+# this is not worth waiting for.
+CHAIN_BUDGET = 3.0
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a concern (and then the chain) decided about one stop."""
+
+    kind: str  # "allow" | "warn" | "block"
+    message: str = ""  # block: the text for the agent; allow or warn: a line for the person
+    source: str = ""  # the concern that gave it
+
+    @property
+    def blocks(self) -> bool:
+        return self.kind == "block"
+
+
+ALLOW = Verdict("allow")
+
+
+class ConcernTimeout(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Outcome:
+    entry: ChainEntry
+    verdict: Verdict
+    error: str | None = None
+
+
+def run_chain(
+    ctx: object,
+    entries: Sequence[ChainEntry],
+    registry: Mapping[str, Callable[[], Concern]],
+    budget: float = CHAIN_BUDGET,
+) -> tuple[Verdict, list[Outcome]]:
+    """Run every concern, each within its own limit and all within the chain's `budget`."""
+    deadline = time.monotonic() + budget
+    outcomes = [
+        _run_one(ctx, entry, registry, min(entry.timeout, deadline - time.monotonic()))
+        for entry in entries
+    ]
+    return reduce([o.verdict for o in outcomes]), outcomes
+
+
+def reduce(verdicts: Sequence[Verdict]) -> Verdict:
+    """First block wins; else the first warning; else allow."""
+    for kind in ("block", "warn"):
+        for verdict in verdicts:
+            if verdict.kind == kind:
+                return verdict
+    return ALLOW
+
+
+def _run_one(
+    ctx: object, entry: ChainEntry, registry: Mapping[str, Callable[[], Concern]], limit: float
+) -> Outcome:
+    try:
+        if limit <= 0:
+            raise ConcernTimeout("the chain's time budget is spent")
+        with _time_limit(limit):
+            verdict = registry[entry.name]().check(ctx)
+        if not isinstance(verdict, Verdict):
+            raise TypeError(f"{entry.name} returned {type(verdict).__name__}, not a Verdict")
+    except Exception as exc:
+        reason = (
+            "ran out of time"
+            if isinstance(exc, ConcernTimeout)
+            else f"failed: {type(exc).__name__}"
+        )
+        verdict = (
+            Verdict(
+                "block",
+                f"{entry.name} {reason}; it is declared fail_closed, so this stop is held. "
+                "Run `agentcfg doctor` to see why.",
+                entry.name,
+            )
+            if entry.fail_closed
+            else ALLOW
+        )
+        return Outcome(entry, _ceiling(entry, verdict), f"{reason}: {exc}"[:500])
+    return Outcome(entry, _ceiling(entry, verdict))
+
+
+def _ceiling(entry: ChainEntry, verdict: Verdict) -> Verdict:
+    if entry.severity == "advisory" and verdict.kind == "block":
+        return Verdict("warn", verdict.message, verdict.source)
+    return verdict
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    def expire(signum: int, frame: object) -> None:
+        raise ConcernTimeout(f"over {seconds:g}s")
+
+    try:
+        previous = signal.signal(signal.SIGALRM, expire)
+    except ValueError:  # not the main thread: no alarm available, run unbounded
+        yield
+        return
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

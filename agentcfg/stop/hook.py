@@ -1,0 +1,135 @@
+"""`agentcfg hook stop`: read one host payload, decide, answer; fail open whatever happens.
+
+The import-light preflight answers fires with nothing to do; only a fire that may have
+work loads the decision machinery.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from agentcfg import paths
+from agentcfg.hosts.registry import DEFAULT, HOSTS, adapter, detect
+from agentcfg.stop import preflight
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import BinaryIO
+
+    from agentcfg.hosts.base import Answer, Host
+    from agentcfg.stop.context import HookContext
+    from agentcfg.stop.dispatch import Verdict
+
+USAGE = f"usage: agentcfg hook stop [--host {'|'.join(sorted(HOSTS))}]\n"
+HELP = (
+    USAGE + "\nRead one stop payload on stdin and answer the host: block the stop with the next\n"
+    "step of the claimed roadmap, or allow it. Without --host, the host is recognised from\n"
+    "the payload. It never fails a stop: anything unreadable allows.\n"
+)
+
+
+def main(
+    argv: list[str], stdin: BinaryIO | None = None, env: Mapping[str, str] | None = None
+) -> int:
+    """Run the stop hook; returns the process exit code after writing the host's answer."""
+    if argv and argv[0] in ("-h", "--help"):
+        _write(1, HELP)
+        return 0
+    name = _host_option(argv)
+    if name is None:
+        _write(2, "agentcfg: error: " + USAGE)
+        return 2
+    environ = os.environ if env is None else env
+    try:
+        payload = _read_payload(sys.stdin.buffer if stdin is None else stdin)
+    except Exception:  # fail open: an unreadable stdin allows
+        payload = None
+    if payload is None:
+        return _finish(adapter(name or DEFAULT), None)
+    host = adapter(name) if name else detect(payload)
+    try:
+        root = paths.locate_root(host.cwd_of(payload), environ)
+        idle = preflight.nothing_to_do(root, host.session_of(payload), environ)
+    except Exception:  # fail open
+        return _finish(host, None)
+    return _finish(host, None if idle else _decide(host, payload, root, environ))
+
+
+def _host_option(argv: list[str]) -> str | None:
+    """The --host value, "" for "recognise it from the payload", None for a bad command line."""
+    if argv == []:
+        return ""
+    if len(argv) == 2 and argv[0] == "--host" and argv[1] in HOSTS:
+        return argv[1]
+    if len(argv) == 1 and argv[0].startswith("--host=") and argv[0][7:] in HOSTS:
+        return argv[0][7:]
+    return None
+
+
+def _read_payload(stream: BinaryIO) -> dict[str, object] | None:
+    data = stream.read(preflight.PAYLOAD_LIMIT + 1)
+    if not isinstance(data, bytes) or len(data) > preflight.PAYLOAD_LIMIT:
+        return None
+    payload = preflight.loads(data.decode("utf-8", "replace"))
+    return payload if isinstance(payload, dict) else None
+
+
+def _decide(
+    host: Host, payload: dict[str, object], root: str, env: Mapping[str, str]
+) -> Answer | None:
+    """The full decision, with anything it prints to stderr held back from the host."""
+    import io
+    import time
+
+    held, sys.stderr = sys.stderr, io.StringIO()
+    try:
+        from pathlib import Path
+
+        from agentcfg.config import load_config
+        from agentcfg.stop.context import HookContext
+        from agentcfg.workspace import Workspace
+
+        ws = Workspace(Path(root))
+        ctx = HookContext(host.to_event(payload), ws, load_config(ws, env), env, time.time())
+        verdict = decide(ctx)
+        return host.block(verdict.message) if verdict.blocks else host.allow(verdict.message)
+    except BaseException:  # fail open: the host never sees a traceback
+        return None
+    finally:
+        sys.stderr = held
+
+
+def decide(ctx: HookContext) -> Verdict:
+    """Run the configured stop chain for one fire and record what went wrong in it."""
+    from agentcfg.stop.concerns import REGISTRY
+    from agentcfg.stop.dispatch import run_chain
+
+    verdict, outcomes = run_chain(ctx, ctx.config.chain, REGISTRY)
+    if ctx.problem is not None:
+        ctx.log("error", reason=ctx.problem)
+    for outcome in outcomes:
+        if outcome.error is not None:
+            ctx.log("concern-error", concern=outcome.entry.name, error=outcome.error)
+    return verdict
+
+
+def _finish(host: Host, answer: Answer | None) -> int:
+    """Write the host's answer (None: allow, silently); a block nobody can read becomes an allow."""
+    if answer is None:
+        out, err, code = host.IDLE, "", 0
+    else:
+        out, err, code = answer.stdout, answer.stderr, answer.exit_code
+    written = _write(1, out) and _write(2, err)
+    return code if written else 0
+
+
+def _write(fd: int, text: str) -> bool:
+    data = text.encode("utf-8", "replace")
+    try:
+        while data:
+            data = data[os.write(fd, data) :]
+    except OSError:
+        return False
+    return True

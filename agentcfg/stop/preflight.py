@@ -1,0 +1,72 @@
+"""The stop hook's first look: is there anything to decide at all?
+
+Most fires come from sessions with no claim. This module answers that case with the
+interpreter's own modules only (no json, re or dataclasses), so that a fire with nothing
+to do costs little more than starting Python.
+"""
+
+from __future__ import annotations
+
+import os
+
+from agentcfg.paths import CONFIG_NAME, STATE, session_key
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+PAYLOAD_LIMIT = 16 * 1024 * 1024
+
+
+class _Decoding:
+    # the attributes _json's scanner reads; the json package (and its re) is not loaded
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = float
+    memo: dict[str, str] = {}  # noqa: RUF012
+
+
+def loads(text: str) -> object:
+    """json.loads for a JSON text, ValueError when it is not one."""
+    try:
+        from _json import make_scanner
+    except ImportError:  # pragma: no cover - CPython always has it
+        import json
+
+        return json.loads(text)
+    start = len(text) - len(text.lstrip())
+    try:
+        value, end = make_scanner(_Decoding)(text, start)  # type: ignore[arg-type]
+    except StopIteration:
+        raise ValueError("not JSON") from None
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+    if text[end:].strip():
+        raise ValueError("extra data after JSON")
+    return value
+
+
+def nothing_to_do(root: str, session_id: str, env: Mapping[str, str]) -> bool:
+    """True when no concern can act: no claim for this session and no gate set to `always`."""
+    if session_id and os.path.exists(
+        os.path.join(root, STATE, "claims", session_key(session_id) + ".json")
+    ):
+        return False
+    try:
+        with open(os.path.join(root, CONFIG_NAME), "rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return True
+    # Only `turn_end_gate.scope: always` acts without a claim, and a file that does not hold
+    # the word cannot say it; one that does is read properly.
+    if b"always" not in head and len(head) < 4096:
+        return True
+    from pathlib import Path
+
+    from agentcfg.config import load_config
+    from agentcfg.workspace import Workspace
+
+    return load_config(Workspace(Path(root)), env).gate_scope != "always"

@@ -1,0 +1,159 @@
+"""`agentcfg report` over hand-made ledgers and over ledgers written by real hook runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from syrupy.assertion import SnapshotAssertion
+
+from agentcfg.core import report
+from tests.conftest import run_cli, write_roadmap
+from tests.simhost import SimulatedHost
+
+
+def line(event: str, at: str, run: str = "aaaa1111", slug: str = "demo", **fields: object) -> str:
+    base = {"event": event, "at": f"2026-11-20T{at}Z", "run": run, "slug": slug, "turn": "t"}
+    return json.dumps({**base, **fields})
+
+
+HAND_MADE = [
+    line("claimed", "10:00:00", open=None),
+    line("engage", "10:00:10", open=5, blocked=1, iterations=1),
+    line("engage", "10:01:00", open=4, blocked=1, iterations=2),
+    line("refused", "10:02:00", open=3, detector="deference"),
+    line("deferred-quality-gate", "10:02:00", open=3),
+    line("engage", "10:03:00", open=3, blocked=1, iterations=3),
+    line("engage", "10:04:00", open=1, blocked=1, iterations=4),
+    line("blocked", "10:05:00", open=0, blocked=1, iterations=4),
+    "{not json",
+    "",
+    json.dumps(["a", "list"]),
+    json.dumps({"event": "engage", "at": "yesterday"}),
+    line("claimed", "11:00:00", run="bbbb2222", slug="other"),
+    line("engage", "11:00:05", run="bbbb2222", slug="other", open=2),
+    line("engage", "11:00:10", run="bbbb2222", slug="other", open=2),
+    line("engage", "11:00:15", run="bbbb2222", slug="other", open=2),
+    line("halt-stall", "11:00:20", run="bbbb2222", slug="other", open=2),
+    line("claimed", "12:00:00", run="cccc3333"),
+    line("handback-question", "12:00:05", run="cccc3333", open=2),
+    line("handback-background", "12:00:06", run="cccc3333", open=2),
+    line("shadow-engage", "12:00:07", run="cccc3333", open=2),
+    line("refused", "12:00:08", run="cccc3333", detector="promissory-closing"),
+    line("refused", "12:00:09", run="cccc3333", detector="unproven-step"),
+    line("engage", "12:00:10", run="cccc3333", open=2),
+    line("engage", "12:00:30", run="cccc3333", open=1),
+    line("complete", "12:01:00", run="cccc3333", open=0),
+    line("engage", "12:02:00", run="cccc3333", open=3),
+    line("verified", "12:02:10", run=None, step="1.2", passed=True),
+    line("marked-done", "12:02:11", run=None, step="1.2", verified=True),
+    line("error", "12:03:00", run="cccc3333", reason="roadmap unreadable"),
+    line("halt-max-iterations", "12:04:00", run="dddd4444", slug="ghost", open=2),
+]
+
+
+def test_hand_made_ledger_figures() -> None:
+    data = report.build(HAND_MADE).to_json()
+    assert (data["lines"], data["skipped"]) == (len(HAND_MADE), 4)
+    assert data["runs"] == 5
+    assert data["engagements"] == 10
+    assert data["outcomes"] == {
+        "blocked": 1, "complete": 1, "halt-max-iterations": 1, "halt-stall": 1, "running": 1
+    }  # fmt: skip
+    assert data["steps_closed"] == 5 + 2  # demo 5 -> 0, then cccc 2 -> 0
+    assert data["refusals"] == {"deference": 1, "promissory-closing": 1, "unproven-step": 1}
+    assert data["handbacks"] == {"question": 1, "background": 1}
+    assert (data["shadow_would_engage"], data["deferred_to_quality_gate"]) == (1, 1)
+    assert data["longest_engagement_streak"] == 4
+    assert (data["verified"], data["marked_done"], data["errors"]) == (1, 1, 1)
+    rows = {(r["run"], r["outcome"]): r for r in data["rows"]}
+    assert rows[("aaaa1111", "blocked")]["burndown"] == [5, 4, 3, 1]
+    assert rows[("cccc3333", "running")]["engagements"] == 1  # a new run after `complete`
+
+
+def test_filters() -> None:
+    assert report.build(HAND_MADE, slug="other").to_json()["runs"] == 1
+    assert report.build(HAND_MADE, run="cccc").to_json()["runs"] == 2
+    since = report.parse_iso("2026-11-20T12:00:00Z")
+    assert report.build(HAND_MADE, since=since).to_json()["engagements"] == 3
+
+
+def test_rows_are_bounded_and_newest_kept() -> None:
+    lines = [
+        line("engage", f"10:{n // 60:02d}:{n % 60:02d}", run=f"r{n:07d}", open=1)
+        for n in range(500)
+    ]
+    data = report.build(lines, keep=5).to_json()
+    assert data["runs"] == 500
+    assert [row["run"] for row in data["rows"]] == [f"r{n:07d}" for n in range(495, 500)]
+
+
+def write_ledger(root: Path, lines: list[str]) -> None:
+    (root / "state").mkdir(exist_ok=True)
+    (root / "state" / "run-continuation.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def test_text_and_json_output(ws: Path, snapshot: SnapshotAssertion) -> None:
+    write_ledger(ws, HAND_MADE)
+    text = run_cli("report")
+    assert text.exit_code == 0
+    assert text.output == snapshot
+    assert json.loads(run_cli("report", "--json").output) == snapshot
+
+
+def test_empty_and_absent_ledgers_are_friendly(ws: Path) -> None:
+    assert run_cli("report").output.startswith("no continuation events to report yet")
+    write_ledger(ws, ["garbage", "{"])
+    result = run_cli("report")
+    assert result.exit_code == 0
+    assert "(2 unreadable lines skipped)" in result.output
+
+
+@pytest.mark.parametrize("args", [["--since", "soon"], ["--limit", "0"]])
+def test_bad_options(ws: Path, args: list[str]) -> None:
+    result = run_cli("report", *args)
+    assert result.exit_code == 2
+
+
+def test_over_a_ledger_written_by_real_hook_runs(ws: Path) -> None:
+    done = SimulatedHost(ws)
+    done.human("go")
+    done.claim("demo")
+    for _ in range(6):
+        done.reply("Working.")
+        result = done.fire()
+        if result.next_step:
+            done.agentcfg("roadmap", "done", "demo", result.next_step)
+    stuck = SimulatedHost(ws)
+    stuck.human("go")
+    write_roadmap(ws, "stuck", "## Phase 1\n- [ ] **1.1** never done <!-- verify: false -->\n")
+    stuck.claim("stuck")
+    for n in range(5):
+        stuck.reply(f"Thinking {n}.")
+        stuck.fire()
+    data = json.loads(run_cli("report", "--json").output)
+    outcomes = {row["run"][:8]: row["outcome"] for row in data["rows"]}
+    assert outcomes[report_key(done)] == "blocked"
+    assert outcomes[report_key(stuck)] == "halt-stall"
+    assert data["engagements"] == 3 + 3
+    assert data["steps_closed"] >= 3
+
+
+def report_key(host: SimulatedHost) -> str:
+    from agentcfg.claims import session_key
+
+    return session_key(host.session_id)[:8]
+
+
+def test_blocked_pauses_a_run_rather_than_ending_it() -> None:
+    lines = [
+        line("engage", "10:00:00", open=1, blocked=1),
+        line("blocked", "10:01:00", open=0, blocked=1),
+        line("engage", "10:30:00", open=1, blocked=0),
+        line("complete", "10:31:00", open=0, blocked=0),
+    ]
+    data = report.build(lines).to_json()
+    assert data["runs"] == 1
+    assert data["outcomes"] == {"complete": 1}
+    assert data["rows"][0]["engagements"] == 2

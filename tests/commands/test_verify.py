@@ -1,0 +1,163 @@
+"""`agentcfg roadmap verify` and `roadmap done`: proof before the box, and nothing else touched."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from syrupy.assertion import SnapshotAssertion
+
+from tests.conftest import hook_env, ledger, run_cli, write_roadmap
+from tests.simhost import SimulatedHost, mark_done
+
+STEPS = """## Phase 1
+- [ ] **1.1** Passing step <!-- verify: echo all good -->
+- [ ] **1.2** Failing step <!-- verify: echo broken; exit 3 -->
+- [ ] **1.3** Step without proof
+- [ ] **1.4** Blocked step <!-- blocked-by: x --> <!-- verify: true -->
+- [~] **1.5** Deferred step <!-- verify: true -->
+- [x] **1.6** Done step <!-- verify: true -->
+- [ ] **1.7** Parse the frontmatter <!-- verify: true -->
+- [ ] **1.8** Parse the body <!-- verify: true -->
+"""
+
+
+@pytest.fixture
+def road(ws: Path) -> Path:
+    return write_roadmap(ws, "v", STEPS)
+
+
+def test_done_runs_the_verify_line_and_marks_only_that_box(road: Path) -> None:
+    before = road.read_text()
+    result = run_cli("roadmap", "done", "v", "1.1")
+    assert result.exit_code == 0, result.output
+    assert result.output.endswith("marked step 1.1 done in roadmaps/v.md: its verify line passed\n")
+    after = road.read_text()
+    assert after == before.replace("- [ ] **1.1**", "- [x] **1.1**")
+    kinds = [(e["event"], e["step"]) for e in ledger(road.parent.parent)]
+    assert kinds == [("verified", "1.1"), ("marked-done", "1.1")]
+    assert ledger(road.parent.parent)[0]["passed"] is True
+
+
+def test_a_failing_verify_line_leaves_the_file_alone(
+    road: Path, snapshot: SnapshotAssertion
+) -> None:
+    before = road.read_bytes()
+    result = run_cli("roadmap", "done", "v", "1.2")
+    assert result.exit_code == 1
+    assert road.read_bytes() == before
+    assert re.sub(r"\d+\.\ds\)", "N.Ns)", result.output) == snapshot
+    assert [e["event"] for e in ledger(road.parent.parent)] == ["verified"]
+
+
+def test_a_timeout_fails_and_ends_the_command(road: Path) -> None:
+    (road.parent.parent / "agentcfg.yaml").write_text("verify: {timeout: 1}\n")
+    road.write_text(road.read_text().replace("echo all good", "sleep 30"))
+    result = run_cli("roadmap", "verify", "v", "1.1", "--json")
+    assert result.exit_code == 1
+    data = json.loads(result.output)
+    assert data[0]["timed_out"] is True and data[0]["duration"] < 10
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("1.3", "step 1.3 has no verify line; pass --no-verify to mark it anyway"),
+        ("1.4", "step 1.4 is blocked-by x"),
+        ("1.5", "step 1.5 is deferred, not open"),
+        ("1.6", "step 1.6 is done, not open"),
+        ("9.9", "no step `9.9`: give a step id or the start of its text"),
+        ("Parse the", "`Parse the` matches 2 steps (1.7, 1.8); give more of the text or the id"),
+    ],
+)
+def test_refusals(road: Path, query: str, message: str) -> None:
+    before = road.read_bytes()
+    result = run_cli("roadmap", "done", "v", query)
+    assert result.exit_code == 1
+    assert result.output == f"agentcfg: error: {message}\n"
+    assert road.read_bytes() == before
+
+
+def test_lookup_by_a_unique_prefix_of_the_text(road: Path) -> None:
+    result = run_cli("roadmap", "done", "v", "parse the BODY")
+    assert result.exit_code == 0
+    assert "- [x] **1.8** Parse the body" in road.read_text()
+
+
+def test_no_verify_marks_anyway_and_says_so(road: Path) -> None:
+    result = run_cli("roadmap", "done", "v", "1.3", "--no-verify")
+    assert result.exit_code == 0
+    assert "without running its verify line (--no-verify)" in result.output
+    assert "- [x] **1.3**" in road.read_text()
+    assert ledger(road.parent.parent)[-1]["verified"] is False
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"## Phase 1\r\n- [ ] **1.1** a <!-- verify: true -->  \r\n- [ ] **1.2** b\r\n",
+        b"## Phase 1\n- [ ] **1.1** a <!-- verify: true -->\t \n\n  trailing  \n- [ ] **1.2** b",
+        b"\xef\xbb\xbf- [ ] **1.1** a <!-- verify: true -->\n1) [ ] **1.2** b",
+        b"## Phase 1\n   *   [ ]   **1.1** a <!-- verify: true -->\n> quoted [ ] text\n",
+    ],
+    ids=["crlf and trailing spaces", "no final newline", "bom and no phases", "odd spacing"],
+)
+def test_byte_for_byte(ws: Path, data: bytes) -> None:
+    path = ws / "roadmaps" / "b.md"
+    path.write_bytes(data)
+    path.chmod(0o640)
+    assert run_cli("roadmap", "done", "b", "1.1").exit_code == 0
+    expected = data.replace(b"[ ]", b"[x]", 1)
+    assert path.read_bytes() == expected
+    assert path.stat().st_mode & 0o777 == 0o640
+
+
+def test_concurrent_done_on_two_steps_both_land(ws: Path) -> None:
+    body = "".join(f"- [ ] **1.{n}** step {n} <!-- verify: sleep 0.2 -->\n" for n in range(1, 9))
+    path = write_roadmap(ws, "c", "## Phase 1\n" + body)
+
+    def done(n: int) -> int:
+        return subprocess.run(
+            [sys.executable, "-m", "agentcfg", "roadmap", "done", "c", f"1.{n}"],
+            capture_output=True, env=hook_env(ws), cwd=ws, check=False,
+        ).returncode  # fmt: skip
+
+    with ThreadPoolExecutor(8) as pool:
+        assert list(pool.map(done, range(1, 9))) == [0] * 8
+    assert path.read_text().count("- [x]") == 8
+
+
+def test_verify_all_open_steps(road: Path, snapshot: SnapshotAssertion) -> None:
+    result = run_cli("roadmap", "verify", "v")
+    assert result.exit_code == 1  # 1.2 fails
+    assert "\n".join(line for line in result.output.splitlines() if "s)" not in line) == snapshot
+    data = json.loads(run_cli("roadmap", "verify", "v", "1.1", "--json").output)
+    assert [(d["step"], d["passed"], d["exit_code"]) for d in data] == [("1.1", True, 0)]
+
+
+def test_gate_refuses_an_unproven_box_and_allows_a_proven_one(
+    ws: Path, snapshot: SnapshotAssertion
+) -> None:
+    host = SimulatedHost(ws)
+    host.human("go")
+    host.claim("demo")
+    host.reply("Starting.")
+    assert host.fire().next_step == "1.2"
+    mark_done(ws / "roadmaps" / "demo.md", "1.2")  # the agent ticks the box by hand
+    host.reply("Step 1.2 finished.")
+    refused = host.fire()
+    assert refused.exit_code == 2
+    assert refused.stderr == snapshot
+    assert ledger(ws)[-2]["detector"] == "unproven-step"
+    host.human("next")
+    host.reply("Doing 1.3.")
+    assert host.fire().next_step == "1.3"
+    assert host.agentcfg("roadmap", "done", "demo", "1.3").returncode == 0
+    host.reply("Step 1.3 finished.")
+    proven = host.fire()
+    assert proven.stderr.startswith("run-continuation:")  # the proven box is not refused

@@ -1,0 +1,348 @@
+"""The stop hook as a real subprocess: captured Claude Code payloads, scenarios, races, fail-open."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from syrupy.assertion import SnapshotAssertion
+
+from agentcfg import claims
+from tests.conftest import FIXTURES, SESSION, fire, fixture_payload, hook_env, ledger, run_cli
+from tests.simhost import SimulatedHost
+
+
+def events(root: Path) -> list[str]:
+    return [e["event"] for e in ledger(root)]
+
+
+def started(ws: Path, *claim_args: str, env: dict[str, str] | None = None) -> SimulatedHost:
+    """A simulated session that has spoken once and claimed the demo roadmap."""
+    host = SimulatedHost(ws, env=env)
+    host.human("go")
+    assert host.claim("demo", *claim_args).returncode == 0
+    return host
+
+
+def run_file(root: Path, session: str, slug: str = "demo") -> Path:
+    return root / "state" / "runs" / f"{claims.session_key(session)}-{slug}.json"
+
+
+@pytest.fixture
+def claimed(ws: Path) -> Path:
+    """The workspace with the fixtures' session claiming the demo roadmap and their transcript."""
+    shutil.copy(FIXTURES / "transcript.jsonl", ws / "transcript.jsonl")
+    assert run_cli("sessions", "claim", "demo", "--session", SESSION).exit_code == 0
+    return ws
+
+
+def test_captured_payload_engages_with_exit_2_and_text_on_stderr(
+    claimed: Path, snapshot: SnapshotAssertion
+) -> None:
+    result = fire(claimed, fixture_payload(1, claimed))
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr == snapshot
+    assert events(claimed) == ["engage"]
+    assert ledger(claimed)[0]["turn"] == "5707e005-e6dc-41c3-bbbe-699f84918742"
+
+
+def test_captured_payloads_of_one_turn_then_a_new_turn(claimed: Path) -> None:
+    codes = [fire(claimed, fixture_payload(n, claimed)).returncode for n in (1, 2, 3, 4)]
+    assert codes == [2, 2, 2, 2]
+    entries = ledger(claimed)
+    assert [e["iterations"] for e in entries] == [1, 2, 3, 4]
+    assert {e["turn"] for e in entries[:3]} == {"5707e005-e6dc-41c3-bbbe-699f84918742"}
+
+
+def test_without_a_claim_the_hook_allows_silently(ws: Path) -> None:
+    for n in (1, 2, 3, 4):
+        result = fire(ws, fixture_payload(n, ws))
+        assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    assert not (ws / "state").exists()
+
+
+def test_the_console_script_answers_the_same(claimed: Path) -> None:
+    script = Path(sys.executable).parent / "agentcfg"
+    proc = subprocess.run(
+        [str(script), "hook", "stop", "--host", "claude"],
+        input=json.dumps(fixture_payload(1, claimed)),
+        capture_output=True,
+        text=True,
+        env=hook_env(claimed),
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("run-continuation: roadmap `demo` has 3 open steps")
+
+
+def test_a_run_that_completes(ws: Path) -> None:
+    host = SimulatedHost(ws)
+    host.human("work the roadmap")
+    assert host.claim("demo").returncode == 0
+    host.reply("Claimed.")
+    roadmap = ws / "roadmaps" / "demo.md"
+    named = []
+    for _ in range(10):
+        result = host.fire()
+        if not result.blocked:
+            break
+        assert result.next_step is not None
+        named.append(result.next_step)
+        assert host.agentcfg("roadmap", "done", "demo", result.next_step).returncode == 0
+        host.reply(f"Closed {result.next_step}.")
+    assert named == ["1.2", "1.3", "2.1"]
+    assert [e for e in events(ws) if e not in ("verified", "marked-done")] == [
+        "engage", "engage", "engage", "blocked"
+    ]  # fmt: skip
+    roadmap.write_text(roadmap.read_text().replace("<!-- blocked-by: cache-design -->", ""))
+    host.human("2.2 is unblocked")
+    host.reply("ok")
+    assert host.fire().next_step == "2.2"
+    host.agentcfg("roadmap", "done", "demo", "2.2")
+    host.reply("Closed 2.2.")
+    assert host.fire().exit_code == 0
+    assert events(ws)[-4:] == ["engage", "verified", "marked-done", "complete"]
+    assert not run_file(ws, host.session_id).exists()
+
+
+def test_a_run_that_never_progresses_halts_on_stall_after_three_engagements(ws: Path) -> None:
+    host = started(ws)
+    codes = []
+    for n in range(6):
+        host.reply(f"Still thinking, attempt {n}.")
+        codes.append(host.fire().exit_code)
+    assert codes == [2, 2, 2, 0, 0, 0]
+    assert events(ws) == ["engage", "engage", "engage", "halt-stall"]
+    assert json.loads(run_file(ws, host.session_id).read_text())["halted"] == "halt-stall"
+
+
+def test_max_iterations_of_the_claim(ws: Path) -> None:
+    host = started(ws, "--max-iterations", "2")
+    codes, texts = [], []
+    for _ in range(4):
+        result = host.fire()
+        codes.append(result.exit_code)
+        texts.append(result.stderr)
+        if result.next_step:
+            host.agentcfg("roadmap", "done", "demo", result.next_step)
+        host.reply(f"progress {len(codes)}")
+    assert codes == [2, 2, 0, 0]
+    assert [e for e in events(ws) if e == "engage" or e.startswith("halt")] == [
+        "engage", "engage", "halt-max-iterations"
+    ]  # fmt: skip
+    assert "iteration 2/2." in texts[1]
+
+
+def test_deference_is_refused_once_and_continuation_defers(ws: Path) -> None:
+    host = started(ws)
+    host.reply("Step 1.2 looks good. Would you like me to continue with 1.3?")
+    first = host.fire(feedback=False)
+    assert first.exit_code == 2
+    assert first.stderr.startswith("turn-end-gate: you asked for permission")
+    assert events(ws) == ["refused", "deferred-quality-gate"]
+    assert ledger(ws)[0]["detector"] == "deference"
+    again = host.fire()  # a second fire for the same reply: no second refusal, no engage
+    assert again.exit_code == 0
+    host.reply("Shall I proceed?")  # a second deferential reply in the same turn
+    later = host.fire()
+    assert later.exit_code == 2
+    assert later.stderr.startswith("run-continuation:")
+    assert events(ws)[2:] == ["deferred-quality-gate", "engage"]
+
+
+def test_a_real_question_hands_back(ws: Path) -> None:
+    host = started(ws)
+    host.reply("The cache could live in Redis or on disk. Which one do you want?")
+    assert host.fire().exit_code == 0
+    assert events(ws) == ["handback-question"]
+
+
+def test_background_tasks_hand_back(ws: Path) -> None:
+    host = started(ws)
+    host.reply("Started the build in the background.")
+    result = host.fire(background_tasks=[{"id": "b1", "status": "running"}])
+    assert result.exit_code == 0
+    assert events(ws) == ["handback-background"]
+
+
+def test_subagent_stops_are_silent(ws: Path) -> None:
+    host = started(ws)
+    host.reply("Would you like me to continue?")
+    result = host.fire(hook_event_name="SubagentStop")
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "", "")
+    assert events(ws) == []
+
+
+@pytest.mark.parametrize(
+    ("env", "config"),
+    [
+        ({"AGENTCFG_NO_RUN_CONTINUATION": "1"}, None),
+        ({"AGENTCFG_REPLAY": "1"}, None),
+        ({}, "mode: off\n"),
+        ({"AGENTCFG_MODE": "off"}, "mode: enforce\n"),
+    ],
+)
+def test_switches_silence_continuation(ws: Path, env: dict[str, str], config: str | None) -> None:
+    if config:
+        (ws / "agentcfg.yaml").write_text(config)
+    host = started(ws, env=env)
+    host.reply("Working.")
+    assert host.fire().exit_code == 0
+    assert events(ws) == []
+
+
+def test_shadow_mode_records_without_blocking(ws: Path) -> None:
+    (ws / "agentcfg.yaml").write_text("mode: shadow\n")
+    host = started(ws)
+    host.reply("Working.")
+    assert host.fire().exit_code == 0
+    assert events(ws) == ["shadow-engage"]
+
+
+def test_interactive_roadmap_is_not_continued(ws: Path) -> None:
+    text = (
+        (ws / "roadmaps" / "demo.md").read_text().replace("mode: autonomous", "mode: interactive")
+    )
+    (ws / "roadmaps" / "demo.md").write_text(text)
+    host = started(ws)
+    host.reply("Would you like me to continue?")
+    assert host.fire().exit_code == 0
+    assert events(ws) == []
+
+
+def test_sixteen_simultaneous_fires_of_one_reply(ws: Path) -> None:
+    host = started(ws)
+    host.reply("Working on it.")
+    payload = host.payload()
+    with ThreadPoolExecutor(16) as pool:
+        results = list(pool.map(lambda _: fire(ws, payload, env=host.env), range(16)))
+    assert all(r.returncode in (0, 2) and "Traceback" not in r.stderr for r in results)
+    run = json.loads(run_file(ws, host.session_id).read_text())
+    engages = events(ws).count("engage")
+    assert run["iterations"] == engages >= 1
+    blocks = sum(r.returncode == 2 for r in results)
+    assert blocks <= 3 * engages
+    assert all(r.stderr.startswith("run-continuation:") for r in results if r.returncode == 2)
+
+
+def garbage_inputs(root: Path) -> list[bytes]:
+    good = fixture_payload(1, root)
+    return [
+        b"",
+        b"not json at all",
+        b"[1, 2, 3]",
+        b"\xff\xfe\xfd",
+        b'{"session_id": 5, "cwd": [], "prompt_id": null}',
+        json.dumps({k: v for k, v in good.items() if k != "session_id"}).encode(),
+        json.dumps({k: v for k, v in good.items() if k != "transcript_path"}).encode(),
+        json.dumps({**good, "last_assistant_message": None, "background_tasks": "many"}).encode(),
+        b"{" * 100000,
+    ]
+
+
+def test_fail_open_on_garbage_stdin(claimed: Path) -> None:
+    for data in garbage_inputs(claimed):
+        result = fire(claimed, data)
+        assert result.returncode in (0, 2), data[:40]
+        assert "Traceback" not in result.stderr
+        if result.returncode == 2:  # only a payload naming the claimed session can engage
+            assert result.stderr.startswith("run-continuation:")
+
+
+def test_fail_open_on_unreadable_roadmap(claimed: Path) -> None:
+    (claimed / "roadmaps" / "demo.md").write_bytes(b"\x00\xff binary now")
+    result = fire(claimed, fixture_payload(1, claimed))
+    assert (result.returncode, result.stderr) == (0, "")
+    assert events(claimed) == ["error"]
+
+
+def test_fail_open_on_corrupt_run_state(claimed: Path) -> None:
+    run_file(claimed, SESSION).write_text('{"started_at": "torn')
+    result = fire(claimed, fixture_payload(1, claimed))
+    assert (result.returncode, result.stderr) == (0, "")
+    assert events(claimed) == ["error"]
+
+
+def test_fail_open_when_state_cannot_be_written(claimed: Path) -> None:
+    # CI runs as root, which file modes do not stop; a file where a folder belongs does.
+    runs = claimed / "state" / "runs"
+    shutil.rmtree(runs)
+    runs.write_text("a file where the runs folder should be")
+    result = fire(claimed, fixture_payload(1, claimed))
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+
+
+def test_bad_command_line_is_a_usage_error(ws: Path) -> None:
+    result = fire(ws, fixture_payload(1, ws), "--host", "vim")
+    assert result.returncode == 2
+    assert result.stderr.startswith("agentcfg: error: usage: agentcfg hook stop")
+
+
+def test_promissory_closing_is_refused_once_per_turn(ws: Path, snapshot: SnapshotAssertion) -> None:
+    host = started(ws)
+    host.reply("Fixed the parser. Now I'll run the tests.")
+    first = host.fire()
+    assert first.exit_code == 2
+    assert first.stderr == snapshot
+    host.reply("Next, I will run the tests.")
+    second = host.fire()
+    assert second.stderr.startswith("run-continuation:")
+    assert [e.get("detector") for e in ledger(ws) if e["event"] == "refused"] == [
+        "promissory-closing"
+    ]
+
+
+def test_unverified_completion_needs_a_command_in_the_turn(ws: Path) -> None:
+    host = started(ws)
+    host.human("Is it finished?")
+    host.reply("All tests pass.")
+    refused = host.fire()
+    assert refused.stderr.startswith("turn-end-gate: your last message claims")
+    host.human("Check again.")
+    host.tool("make test", "182 passed")
+    host.reply("All tests pass.")
+    assert host.fire().stderr.startswith("run-continuation:")
+    assert [e["detector"] for e in ledger(ws) if e["event"] == "refused"] == [
+        "unverified-completion"
+    ]
+
+
+def test_gate_scope_always_acts_without_a_claim(ws: Path) -> None:
+    (ws / "agentcfg.yaml").write_text("turn_end_gate: {scope: always}\n")
+    host = SimulatedHost(ws)
+    host.human("go")
+    host.reply("Let me run the linter now.")
+    result = host.fire()
+    assert result.exit_code == 2
+    assert result.stderr.startswith("turn-end-gate: your last message promises work")
+    (ws / "agentcfg.yaml").write_text("turn_end_gate: {scope: claimed}\n")
+    host.human("again")
+    host.reply("Let me run the linter now.")
+    assert host.fire().exit_code == 0
+
+
+def test_detectors_can_be_switched_off(ws: Path) -> None:
+    (ws / "agentcfg.yaml").write_text("turn_end_gate: {promissory-closing: false}\n")
+    host = started(ws)
+    host.reply("Now I'll run the tests.")
+    assert host.fire().stderr.startswith("run-continuation:")
+
+
+def test_shadow_and_off_modes_rule_the_gate_too(ws: Path) -> None:
+    (ws / "agentcfg.yaml").write_text("mode: shadow\n")
+    host = started(ws)
+    host.reply("Would you like me to continue?")
+    assert host.fire().exit_code == 0
+    refused = [e for e in ledger(ws) if e["event"] == "refused"]
+    assert [(e["detector"], e["shadow"]) for e in refused] == [("deference", True)]
+    (ws / "agentcfg.yaml").write_text("mode: off\n")
+    host.human("again")
+    host.reply("Shall I proceed?")
+    assert host.fire().exit_code == 0
+    assert len([e for e in ledger(ws) if e["event"] == "refused"]) == 1
