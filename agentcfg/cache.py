@@ -31,7 +31,7 @@ def through(
     """`build()`'s result for these bytes, from the cache when the file is unchanged.
 
     `identity` is (path, size, mtime_ns). A cache that cannot be read or written only
-    costs a rebuild.
+    costs a rebuild; the cache is written only where state/ already exists.
     """
     path, size, mtime_ns = identity
     name = sha256_hex(path.encode("utf-8", "surrogateescape"))[:24]
@@ -48,6 +48,7 @@ def through(
         if restored is not None:
             return restored
     value = build()
-    with contextlib.suppress(OSError, TypeError, ValueError):
-        state.write_json(entry, {**key, "value": dump(value)}, compact=True)
+    if ws.state.is_dir():  # a read-only command in a fresh workspace creates nothing
+        with contextlib.suppress(OSError, TypeError, ValueError):
+            state.write_json(entry, {**key, "value": dump(value)}, compact=True)
     return value

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from agentcfg import cache
+from agentcfg.core.ladder import MAX_ITERATIONS, STALL_WINDOW, WALL_CLOCK
 from agentcfg.core.times import parse_duration
 from agentcfg.workspace import Workspace
 
@@ -37,9 +38,9 @@ class ChainEntry:
 @dataclass(frozen=True)
 class Config:
     mode: str = "enforce"
-    max_iterations: int = 25
-    wall_clock: float = 4 * 3600.0
-    stall_window: int = 3
+    max_iterations: int = MAX_ITERATIONS
+    wall_clock: float = WALL_CLOCK
+    stall_window: int = STALL_WINDOW
     chain: tuple[ChainEntry, ...] = tuple(ChainEntry(name) for name in CONCERNS)
     gate_scope: str = "claimed"
     detectors: frozenset[str] = frozenset(DETECTORS)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentcfg import state
+from agentcfg.core.times import iso_ms, parse_iso
 from agentcfg.workspace import Workspace
 
 
@@ -20,11 +21,11 @@ def record(ws: Workspace, slug: str, step: str, command: str, now: float) -> Non
     path = path_of(ws, slug)
     with state.locked(path.with_suffix(".lock")):
         proofs = state.read_json(path) or {}
-        proofs[step] = {"command": command, "passed_at": now}
+        proofs[step] = {"command": command, "passed_at": iso_ms(now)}
         state.write_json(path, proofs)
 
 
 def proven_since(ws: Workspace, slug: str, step: str, since: float) -> bool:
     proof = (state.read_json(path_of(ws, slug)) or {}).get(step)
-    at = proof.get("passed_at") if isinstance(proof, dict) else None
-    return isinstance(at, (int, float)) and at >= since
+    at = parse_iso(proof.get("passed_at")) if isinstance(proof, dict) else None
+    return at is not None and at >= since

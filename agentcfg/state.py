@@ -143,6 +143,15 @@ def event(
     return record
 
 
+def ledger_lines(state: Path) -> Iterator[bytes]:
+    """The ledger's lines, oldest first; none when there is no ledger yet."""
+    try:
+        with (state / LEDGER_NAME).open("rb") as handle:
+            yield from handle
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return
+
+
 def append_ledger(state: Path, event: dict[str, Any]) -> bool:
     """Append one event as one line, one write, O_APPEND; False if it could not be written."""
     line = (json.dumps(event, sort_keys=False, ensure_ascii=False) + "\n").encode()

@@ -71,6 +71,7 @@ def test_unreadable_file_means_defaults(tmp_path: Path, text: str) -> None:
 
 
 def test_parsed_config_is_cached_and_refreshed_on_change(tmp_path: Path) -> None:
+    (tmp_path / "state").mkdir()  # the cache lives only where state/ exists
     assert load(tmp_path, "mode: shadow\n").mode == "shadow"
     assert list((tmp_path / "state" / "cache").glob("config-*.json"))
     assert load(tmp_path, None).mode == "shadow"  # from the cache
@@ -104,6 +105,7 @@ def test_format_duration() -> None:
 
 
 def test_a_yaml_alias_bomb_stays_small(tmp_path: Path) -> None:
+    (tmp_path / "state").mkdir()  # the cache lives only where state/ exists
     bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"{chr(98 + n)}: &{chr(98 + n)} [*{chr(97 + n)}, *{chr(97 + n)}, *{chr(97 + n)}, "
         f"*{chr(97 + n)}, *{chr(97 + n)}, *{chr(97 + n)}, *{chr(97 + n)}, *{chr(97 + n)}]\n"

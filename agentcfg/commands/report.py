@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import click
 
+from agentcfg import state
 from agentcfg.commands import duration, emit_json, json_option, now, workspace
 from agentcfg.core import report as reports
 from agentcfg.core.texts import plural
-from agentcfg.core.times import format_duration, iso
-from agentcfg.state import LEDGER_NAME
-
-
-def _lines(path: Path) -> Iterator[bytes]:
-    try:
-        with path.open("rb") as handle:
-            yield from handle
-    except (FileNotFoundError, IsADirectoryError):
-        return
+from agentcfg.core.times import format_duration
 
 
 @click.command("report")
@@ -38,7 +28,7 @@ def report(
     ws = workspace()
     moment = now()
     built = reports.build(
-        _lines(ws.state / LEDGER_NAME),
+        state.ledger_lines(ws.state),
         since=None if since is None else moment - since,
         slug=slug,
         run=run_key,
@@ -67,7 +57,7 @@ def render(data: dict[str, Any]) -> str:
                    f"{'outcome':<20} {'wall':>6}  burndown")  # fmt: skip
         for row in data["rows"]:
             out.append(
-                f"{row['run'][:8]:<9} {row['slug'][:16]:<16} {iso(row['started'])[:16].replace('T', ' '):<17} "
+                f"{row['run'][:8]:<9} {row['slug'][:16]:<16} {row['started'][:16].replace('T', ' '):<17} "
                 f"{row['engagements']:>7} {row['closed']:>6}  {row['outcome']:<20} "
                 f"{format_duration(row['wall_seconds']):>6}  {reports.sparkline(row['burndown'])}"
             )

@@ -7,10 +7,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from agentcfg.core.times import iso_ms, parse_iso
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for every import
     from typing import Any
 
+# the default caps of a run; config and claims may set others
+MAX_ITERATIONS = 25
+WALL_CLOCK = 4 * 3600.0
+STALL_WINDOW = 3
 DUPLICATE_WINDOW = 60.0
 MAX_REPEATS = 2
 HISTORY_LIMIT = 64
@@ -33,13 +39,15 @@ class RunState:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "started_at": self.started_at,
+            "started_at": iso_ms(self.started_at),
             "iterations": self.iterations,
             "last_turn": self.last_turn,
             "last_reply": self.last_reply,
             "repeats": self.repeats,
             "history": list(self.history),
-            "last_engaged_at": self.last_engaged_at,
+            "last_engaged_at": None
+            if self.last_engaged_at is None
+            else iso_ms(self.last_engaged_at),
             "halted": self.halted,
         }
 
@@ -48,27 +56,27 @@ class RunState:
         """A run state from its JSON, or None when any field has the wrong shape."""
         if not data.keys() >= _FIELDS:
             return None
-        number = (int, float)
+        started, engaged = parse_iso(data["started_at"]), parse_iso(data["last_engaged_at"])
         checks = (
-            isinstance(data.get("started_at"), number),
+            started is not None,
             _count(data.get("iterations")),
             isinstance(data.get("last_turn"), (str, type(None))),
             isinstance(data.get("last_reply"), (str, type(None))),
             _count(data.get("repeats")),
             isinstance(data.get("history"), list) and all(_count(n) for n in data["history"]),
-            isinstance(data.get("last_engaged_at"), (*number, type(None))),
+            engaged is not None or data["last_engaged_at"] is None,
             isinstance(data.get("halted"), (str, type(None))),
         )
-        if not all(checks) or isinstance(data["started_at"], bool):
+        if not all(checks) or started is None:
             return None
         return cls(
-            float(data["started_at"]),
+            started,
             data["iterations"],
             data["last_turn"],
             data["last_reply"],
             data["repeats"],
             tuple(data["history"][-HISTORY_LIMIT:]),
-            None if data["last_engaged_at"] is None else float(data["last_engaged_at"]),
+            engaged,
             data["halted"],
         )
 
@@ -82,9 +90,9 @@ def _count(value: object) -> bool:
 
 @dataclass(frozen=True)
 class Caps:
-    max_iterations: int = 25
-    wall_clock: float = 4 * 3600.0
-    stall_window: int = 3
+    max_iterations: int = MAX_ITERATIONS
+    wall_clock: float = WALL_CLOCK
+    stall_window: int = STALL_WINDOW
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentcfg.core.times import parse_iso
+from agentcfg.core.times import iso, parse_iso
 
 # `blocked` only pauses a run: unblocked steps carry it on
 ENDINGS = ("complete", "halt-max-iterations", "halt-wall-clock", "halt-stall")
@@ -40,7 +40,7 @@ class Run:
         return {
             "run": self.run,
             "slug": self.slug,
-            "started": self.started,
+            "started": iso(self.started),
             "engagements": self.engagements,
             "closed": self.closed,
             "outcome": self.outcome,

@@ -9,12 +9,17 @@ _DURATION = re.compile(r"(\d+(?:\.\d+)?)([dhms])")
 _UNITS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
 
 
-def iso(epoch: float) -> str:
+def iso(epoch: float, timespec: str = "seconds") -> str:
+    """ISO-8601 UTC, `2026-11-30T15:45:35Z`; state files keep milliseconds ("milliseconds")."""
     return (
         datetime.fromtimestamp(epoch, timezone.utc)
-        .isoformat(timespec="seconds")
+        .isoformat(timespec=timespec)
         .replace("+00:00", "Z")
     )
+
+
+def iso_ms(epoch: float) -> str:
+    return iso(epoch, "milliseconds")
 
 
 def parse_iso(text: object) -> float | None:

@@ -47,6 +47,9 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
         ) -> list[Finding]: ...
 
 
+HOOK_TIMEOUT = 30  # seconds a host waits on the hook; the stop chain itself gives up after 3
+
+
 @dataclass(frozen=True)
 class StopEvent:
     """One stop fire, whichever host sent it."""

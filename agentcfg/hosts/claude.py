@@ -20,7 +20,6 @@ IDLE = ""
 SESSION_ENV = ("CLAUDE_CODE_SESSION_ID",)
 PROVEN = True
 EVENT = "Stop"
-HOOK_TIMEOUT = 30  # seconds; the chain itself gives up after 3
 
 
 def recognises(payload: Mapping[str, object]) -> bool:
@@ -70,7 +69,7 @@ def config_path(scope: str, root: Path, home: Path, env: Mapping[str, str]) -> P
 
 
 def install(document: dict[str, Any], command: str) -> dict[str, Any]:
-    from agentcfg.hosts.base import install_hook
+    from agentcfg.hosts.base import HOOK_TIMEOUT, install_hook
 
     entry = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT}
     return install_hook(document, EVENT, entry, group={})

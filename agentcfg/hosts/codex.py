@@ -20,7 +20,6 @@ IDLE = ""
 SESSION_ENV = ("CODEX_SESSION_ID", "CODEX_THREAD_ID")
 PROVEN = True
 EVENT = "Stop"
-HOOK_TIMEOUT = 30
 
 
 def recognises(payload: Mapping[str, object]) -> bool:
@@ -75,7 +74,7 @@ def config_path(scope: str, root: Path, home: Path, env: Mapping[str, str]) -> P
 
 
 def install(document: dict[str, Any], command: str) -> dict[str, Any]:
-    from agentcfg.hosts.base import install_hook
+    from agentcfg.hosts.base import HOOK_TIMEOUT, install_hook
 
     entry = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT}
     return install_hook(document, EVENT, entry, group={})

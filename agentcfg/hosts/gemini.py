@@ -21,7 +21,6 @@ IDLE = ""
 SESSION_ENV = ("GEMINI_SESSION_ID",)
 PROVEN = True
 EVENT = "AfterAgent"
-HOOK_TIMEOUT_MS = 30_000  # Gemini counts its timeout in milliseconds
 OWN_TEXTS = ("run-continuation:", "turn-end-gate:")
 
 
@@ -80,13 +79,13 @@ def config_path(scope: str, root: Path, home: Path, env: Mapping[str, str]) -> P
 
 
 def install(document: dict[str, Any], command: str) -> dict[str, Any]:
-    from agentcfg.hosts.base import install_hook
+    from agentcfg.hosts.base import HOOK_TIMEOUT, install_hook
 
     entry = {
         "name": "agentcfg-stop",
         "type": "command",
         "command": command,
-        "timeout": HOOK_TIMEOUT_MS,
+        "timeout": HOOK_TIMEOUT * 1000,  # Gemini counts milliseconds
     }
     return install_hook(document, EVENT, entry, group={"matcher": "*"})
 

@@ -346,3 +346,27 @@ def test_shadow_and_off_modes_rule_the_gate_too(ws: Path) -> None:
     host.reply("Shall I proceed?")
     assert host.fire().exit_code == 0
     assert len([e for e in ledger(ws) if e["event"] == "refused"]) == 1
+
+
+def test_hook_stop_help_prints_usage_and_exits_zero(ws: Path) -> None:
+    for args in (("--help",), ("-h",)):
+        result = fire(ws, b"", *args)
+        assert result.returncode == 0
+        assert result.stdout.startswith("usage: agentcfg hook stop [--host ")
+        assert result.stderr == ""
+    bad = fire(ws, b"", "--host", "nope")
+    assert bad.returncode == 2 and bad.stderr.startswith("agentcfg: error: usage: ")
+
+
+def test_read_only_commands_create_nothing(ws: Path) -> None:
+    for args in (
+        ("roadmap", "list"),
+        ("roadmap", "status", "demo"),
+        ("roadmap", "next", "demo"),
+        ("roadmap", "lint"),
+        ("sessions", "list"),
+        ("report",),
+        ("doctor",),
+    ):
+        run_cli(*args)
+        assert sorted(p.name for p in ws.iterdir()) == ["roadmaps"], args

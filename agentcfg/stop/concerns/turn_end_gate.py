@@ -13,7 +13,7 @@ from agentcfg import state
 from agentcfg.core import phrases
 from agentcfg.core.roadmap import Step
 from agentcfg.core.texts import refusal
-from agentcfg.core.times import iso
+from agentcfg.core.times import iso_ms, parse_iso
 from agentcfg.errors import StateError
 from agentcfg.proofs import proven_since
 from agentcfg.stop.context import HookContext
@@ -74,7 +74,7 @@ class TurnEndGate:
                     "refused_turn": ctx.turn,
                     "refused_reply": ctx.reply_key,
                     "detector": found[0],
-                    "refused_at": iso(ctx.now),
+                    "refused_at": iso_ms(ctx.now),
                     "counts": _counts(ctx),
                 },
             )
@@ -115,12 +115,12 @@ def _unproven_steps(ctx: HookContext) -> list[Step]:
     before = state.read_json(path) or {}
     listed = before.get("open")
     was_open: list[object] = listed if isinstance(listed, list) else []
-    seen_at = before.get("at") if isinstance(before.get("at"), (int, float)) else None
+    seen_at = parse_iso(before.get("at"))
     now_open = [s.id for s in ctx.roadmap.steps if s.mark == "open"]
     if now_open != was_open:
         # without a record the next fire simply sees nothing newly done
         with contextlib.suppress(OSError):
-            state.write_json(path, {"open": now_open, "at": ctx.now})
+            state.write_json(path, {"open": now_open, "at": iso_ms(ctx.now)})
     if seen_at is None:
         return []
     done = {s.id: s for s in ctx.roadmap.steps if s.mark == "done" and s.verify}
