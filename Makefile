@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint pytest demo bench e2e clean
+.PHONY: install test lint pytest coverage demo bench e2e clean
 
 install: $(STAMP)
 
@@ -24,6 +24,13 @@ pytest: install
 
 test: lint pytest
 
+# line coverage of the package, the hook's subprocesses included
+coverage: install
+	rm -f .coverage .coverage.*
+	$(VENV)/bin/coverage run -m pytest -q -n 0 -k 'not test_lean and not full_state_folder'  # both measure the bare process
+	$(VENV)/bin/coverage combine -q
+	$(VENV)/bin/coverage report
+
 E2E_CACHE := .e2e-cache
 CLAUDE_CODE_VERSION := 2.1.197
 
@@ -41,4 +48,4 @@ bench: install
 	$(PY) benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .coverage .coverage.*

@@ -370,3 +370,13 @@ def test_read_only_commands_create_nothing(ws: Path) -> None:
     ):
         run_cli(*args)
         assert sorted(p.name for p in ws.iterdir()) == ["roadmaps"], args
+
+
+def test_the_click_route_to_the_hook_answers_like_the_lean_one(ws: Path) -> None:
+    from click.testing import CliRunner
+
+    from agentcfg.cli import cli
+
+    result = CliRunner().invoke(cli, ["hook", "stop", "--host", "codex"], input=b"not json")
+    assert (result.exit_code, result.output) == (0, "")
+    assert "Read one stop payload" in run_cli("hook", "stop", "--help").output
