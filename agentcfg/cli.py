@@ -37,7 +37,7 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from agentcfg.commands import controls, doctor, hook, hooks, report, roadmap, sessions
+    from agentcfg.commands import controls, doctor, hook, hooks, report, roadmap, sessions, watch
 
     for group in (
         roadmap.roadmap,
@@ -48,6 +48,7 @@ def _register() -> None:
         hook.hook,
         controls.stop,
         controls.resume,
+        watch.watch,
     ):
         cli.add_command(group)
 
