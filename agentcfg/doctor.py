@@ -222,16 +222,19 @@ def _probes(ws: Workspace, home: Path, env: Mapping[str, str]) -> list[Finding]:
                 commands = install.registered(name, host.config_path(scope, ws.root, home, env))
             except AgentcfgError:
                 continue  # reported by _hosts
-            found.extend(
-                _probe(f"{name} ({scope}) probe", host, command, ws.root, env)
-                for command in commands
-            )
+            found.extend(_probe(host, scope, command, ws.root, env) for command in commands)
     return found
 
 
-def _probe(subject: str, host: Host, command: str, root: Path, env: Mapping[str, str]) -> Finding:
+def _probe(host: Host, scope: str, command: str, root: Path, env: Mapping[str, str]) -> Finding:
     import subprocess
     import tempfile
+
+    subject = f"{host.NAME} ({scope}) probe"
+    repair = (
+        "reinstall it from the environment agentcfg runs in: "
+        f"agentcfg hooks install --host {host.NAME} --scope {scope}"
+    )
 
     with tempfile.TemporaryDirectory() as empty:
         # a workspace of its own, so that nothing the probe does touches this one's state
@@ -248,10 +251,10 @@ def _probe(subject: str, host: Host, command: str, root: Path, env: Mapping[str,
             )
         except subprocess.TimeoutExpired:
             return Finding(
-                "error", subject, f"`{command}` did not answer within {HOOK_TIMEOUT}s", _REPAIR
+                "error", subject, f"`{command}` did not answer within {HOOK_TIMEOUT}s", repair
             )
-    got = Answer(done.returncode, done.stdout.decode(errors="replace"),
-                 done.stderr.decode(errors="replace"))  # fmt: skip
+    out, err = (stream.decode(errors="replace") for stream in (done.stdout, done.stderr))
+    got = Answer(done.returncode, out, err)
     if got == probe.expected:
         return Finding("ok", subject, f"`{command}` answers as {host.TITLE} expects")
     said = (got.stderr or got.stdout).strip().splitlines()
@@ -263,8 +266,5 @@ def _probe(subject: str, host: Host, command: str, root: Path, env: Mapping[str,
         + f"; {host.TITLE} expects exit {probe.expected.exit_code}"
         + (f" and {probe.expected.stdout.strip()} on stdout" if probe.expected.stdout else "")
         + " and nothing else",
-        _REPAIR,
+        repair,
     )
-
-
-_REPAIR = "reinstall the hook from the environment agentcfg runs in: agentcfg hooks install"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,7 @@ import pytest
 
 from agentcfg import install, state
 from agentcfg.hosts.registry import HOSTS, adapter
-from tests.conftest import fire, fixture_payload, hook_env, run_cli
+from tests.conftest import cli_process, fire, fixture_payload, run_cli
 
 
 def findings(*args: str) -> list[dict[str, Any]]:
@@ -82,7 +81,7 @@ def test_probe_of_a_broken_registration(ws: Path, host: str, command: str, said:
     assert probe["level"] == "error"
     assert probe["message"].startswith(f"`{shown}` answered exit ")
     assert said in probe["message"]
-    assert probe["fix"].startswith("reinstall the hook")
+    assert probe["fix"].endswith(f"agentcfg hooks install --host {host} --scope project")
 
 
 def test_probe_of_a_hook_that_blocks(ws: Path) -> None:
@@ -107,13 +106,5 @@ def test_probe_payloads_are_recognised_as_their_own_host() -> None:
 
 def test_probe_as_a_process(ws: Path) -> None:
     register(ws, "codex", install.hook_command("codex"))
-    proc = subprocess.run(
-        [sys.executable, "-m", "agentcfg", "doctor", "--probe"],
-        capture_output=True,
-        text=True,
-        env=hook_env(ws),
-        cwd=ws,
-        timeout=120,
-        check=False,
-    )
+    proc = cli_process(ws, "doctor", "--probe")
     assert "ok       codex (project) probe:" in proc.stdout, proc.stdout

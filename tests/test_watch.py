@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,7 +9,7 @@ from syrupy.assertion import SnapshotAssertion
 
 from agentcfg import claims, controls, state, watch
 from agentcfg.workspace import Workspace
-from tests.conftest import hook_env, run_cli, write_roadmap
+from tests.conftest import cli_process, run_cli, write_roadmap
 
 T0 = 1_790_000_000.0
 
@@ -115,14 +113,6 @@ def test_follow_redraws_on_change_and_quits_cleanly_on_ctrl_c(
 
 
 def test_once_as_a_process(busy: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "agentcfg", "watch", "--once"],
-        capture_output=True,
-        text=True,
-        env=hook_env(busy),
-        cwd=busy,
-        timeout=60,
-        check=False,
-    )
+    proc = cli_process(busy, "watch", "--once")
     assert proc.returncode == 0, proc.stderr
     assert "2 claimed runs" in proc.stdout and "12,345" in proc.stdout

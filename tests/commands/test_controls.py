@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +10,14 @@ from syrupy.assertion import SnapshotAssertion
 
 from agentcfg import claims, controls
 from agentcfg.workspace import Workspace
-from tests.conftest import fire, fixture_payload, hook_env, ledger, run_cli, write_roadmap
+from tests.conftest import (
+    cli_process,
+    fire,
+    fixture_payload,
+    ledger,
+    run_cli,
+    write_roadmap,
+)
 
 T0 = 1_790_000_000.0
 
@@ -157,13 +162,10 @@ def test_stop_then_fire_allows_once_told_then_resume_continues(
     ws: Path, snapshot: SnapshotAssertion
 ) -> None:
     """The whole path through real processes: claim, engage, stop, fire, fire, resume, fire."""
-    env = hook_env(ws)
     session = str(fixture_payload(1, ws)["session_id"])
-    cli = [sys.executable, "-m", "agentcfg"]
-    subprocess.run([*cli, "sessions", "claim", "demo", "--session", session], env=env, check=True)
+    assert cli_process(ws, "sessions", "claim", "demo", "--session", session).returncode == 0
     assert fire(ws, fixture_payload(1, ws)).returncode == 2
-    stop = subprocess.run([*cli, "stop", "demo"], env=env, capture_output=True, text=True)
-    assert stop.returncode == 0
+    assert cli_process(ws, "stop", "demo").returncode == 0
     told = fire(ws, fixture_payload(2, ws))
     assert (told.returncode, told.stderr) == (0, "")
     assert json.loads(told.stdout) == snapshot
@@ -172,7 +174,7 @@ def test_stop_then_fire_allows_once_told_then_resume_continues(
     events = [e["event"] for e in ledger(ws)]
     assert events == ["engage", "stop-requested", "stopped"]
     assert ledger(ws)[-1]["by"] == "terminal"
-    subprocess.run([*cli, "resume", "demo"], env=env, check=True, capture_output=True)
+    assert cli_process(ws, "resume", "demo").returncode == 0
     assert fire(ws, fixture_payload(4, ws)).returncode == 2
     run = claims.read_run(Workspace(ws), claims.Claim("demo", session, 0.0))
     assert run is not None and run.iterations == 2  # the stopped fires were not counted
