@@ -37,7 +37,7 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from agentcfg.commands import doctor, hook, hooks, report, roadmap, sessions
+    from agentcfg.commands import controls, doctor, hook, hooks, report, roadmap, sessions, watch
 
     for group in (
         roadmap.roadmap,
@@ -46,6 +46,9 @@ def _register() -> None:
         hooks.hooks,
         doctor.doctor,
         hook.hook,
+        controls.stop,
+        controls.resume,
+        watch.watch,
     ):
         cli.add_command(group)
 

@@ -46,6 +46,7 @@ class Config:
     detectors: frozenset[str] = frozenset(DETECTORS)
     verify_timeout: float = 600.0
     problems: tuple[str, ...] = field(default=(), compare=False)
+    notify: tuple[str, ...] = ()  # argv run on each ending, with {event} {slug} {message}
 
 
 def load_config(ws: Workspace, env: Mapping[str, str]) -> Config:
@@ -163,8 +164,9 @@ def validate(data: Mapping[str, Any], env: Mapping[str, str], problems: list[str
         if name not in (*DETECTORS, "scope"):
             problems.append(f"turn_end_gate.{name}: unknown setting")
     chain = _chain(data.get("chain"), problems, base.chain)
+    notify = _notify(_section(data, "notify", problems), problems)
     for name in data:
-        if name not in ("mode", "ladder", "chain", "turn_end_gate", "verify"):
+        if name not in ("mode", "ladder", "chain", "turn_end_gate", "verify", "notify"):
             problems.append(f"{name}: unknown setting")
     return Config(
         mode,
@@ -176,6 +178,7 @@ def validate(data: Mapping[str, Any], env: Mapping[str, str], problems: list[str
         frozenset(detectors),
         verify_timeout,
         tuple(problems),
+        notify=notify,
     )
 
 
@@ -203,6 +206,22 @@ def _chain(
             continue
         entries.append(ChainEntry(spec["name"], severity, fail_closed, timeout))
     return tuple(entries)
+
+
+def _notify(section: dict[str, Any], problems: list[str]) -> tuple[str, ...]:
+    for name in section:
+        if name != "command":
+            problems.append(f"notify.{name}: unknown setting")
+    command = section.get("command")
+    if command is None:
+        return ()
+    if isinstance(command, list) and command and all(isinstance(w, str) for w in command):
+        return tuple(command)
+    problems.append(
+        f"notify.command: expected a list of words like [notify-send, '{{message}}'], "
+        f"not {command!r}; nobody is notified"
+    )
+    return ()
 
 
 def _section(data: Mapping[str, Any], name: str, problems: list[str]) -> dict[str, Any]:

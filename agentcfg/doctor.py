@@ -2,25 +2,35 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import stat
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from agentcfg import claims, install, loading, state
 from agentcfg.config import load_config
 from agentcfg.core.ladder import RunState
 from agentcfg.core.lint import lint
 from agentcfg.errors import AgentcfgError, ClaimError, RoadmapError
-from agentcfg.hosts.base import Finding
+from agentcfg.hosts.base import HOOK_TIMEOUT, Answer, Finding
 from agentcfg.hosts.registry import HOSTS, adapter
 from agentcfg.workspace import Workspace
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from agentcfg.hosts.base import Host
 
-def examine(ws: Workspace, home: Path, env: Mapping[str, str]) -> list[Finding]:
+
+def examine(
+    ws: Workspace, home: Path, env: Mapping[str, str], probe: bool = False
+) -> list[Finding]:
     return [
         *_hosts(ws, home, env),
+        *_fires(ws),
+        *(_probes(ws, home, env) if probe else []),
         *_config(ws, env),
         *_roadmaps(ws),
         *_claim(ws, env),
@@ -177,3 +187,84 @@ def _state(ws: Workspace) -> list[Finding]:
             f"chmod -R go-rwx {ws.state}",
         )]  # fmt: skip
     return [Finding("ok", "state", "private (folders 0700, files 0600)")]
+
+
+def _fires(ws: Workspace) -> list[Finding]:
+    """Per host, the last fire the ledger recorded here and what it decided."""
+    last: dict[str, dict[str, Any]] = {}
+    for line in state.ledger_lines(ws.state):
+        if b'"host"' not in line:
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and event.get("host") in HOSTS:
+            last[event["host"]] = event
+    return [
+        Finding(
+            "ok",
+            f"{name} fires",
+            f"last recorded fire {event.get('at')}: {event.get('event')}"
+            + (f" on `{event['slug']}`" if event.get("slug") else ""),
+        )
+        for name, event in sorted(last.items())
+    ]
+
+
+def _probes(ws: Workspace, home: Path, env: Mapping[str, str]) -> list[Finding]:
+    """Run each registered hook command as its host would, on a payload of the host's shape."""
+    found: list[Finding] = []
+    for name in HOSTS:
+        host = adapter(name)
+        for scope in ("project", "user"):
+            try:
+                commands = install.registered(name, host.config_path(scope, ws.root, home, env))
+            except AgentcfgError:
+                continue  # reported by _hosts
+            found.extend(_probe(host, scope, command, ws.root, env) for command in commands)
+    return found
+
+
+def _probe(host: Host, scope: str, command: str, root: Path, env: Mapping[str, str]) -> Finding:
+    import subprocess
+    import tempfile
+
+    subject = f"{host.NAME} ({scope}) probe"
+    repair = (
+        "reinstall it from the environment agentcfg runs in: "
+        f"agentcfg hooks install --host {host.NAME} --scope {scope}"
+    )
+
+    with tempfile.TemporaryDirectory() as empty:
+        # a workspace of its own, so that nothing the probe does touches this one's state
+        probe = host.probe(empty)
+        try:
+            done = subprocess.run(
+                ["/bin/sh", "-c", command],
+                input=json.dumps(probe.payload).encode(),
+                capture_output=True,
+                cwd=root,
+                env={**env, "AGENTCFG_ROOT": empty},
+                timeout=HOOK_TIMEOUT,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return Finding(
+                "error", subject, f"`{command}` did not answer within {HOOK_TIMEOUT}s", repair
+            )
+    out, err = (stream.decode(errors="replace") for stream in (done.stdout, done.stderr))
+    got = Answer(done.returncode, out, err)
+    if got == probe.expected:
+        return Finding("ok", subject, f"`{command}` answers as {host.TITLE} expects")
+    said = (got.stderr or got.stdout).strip().splitlines()
+    return Finding(
+        "error",
+        subject,
+        f"`{command}` answered exit {got.exit_code}"
+        + (f" ({said[-1][:200]})" if said else "")
+        + f"; {host.TITLE} expects exit {probe.expected.exit_code}"
+        + (f" and {probe.expected.stdout.strip()} on stdout" if probe.expected.stdout else "")
+        + " and nothing else",
+        repair,
+    )

@@ -47,6 +47,19 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> Result:
     return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
 
 
+def cli_process(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run an agentcfg command as a person's shell does, in the workspace."""
+    return subprocess.run(
+        [sys.executable, "-m", "agentcfg", *args],
+        capture_output=True,
+        text=True,
+        env=hook_env(root),
+        cwd=root,
+        timeout=120,
+        check=False,
+    )
+
+
 def hook_env(root: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTCFG_", "CLAUDE_"))}
     env.update({"AGENTCFG_ROOT": str(root), "HOME": str(root.parent / "home"), **extra})

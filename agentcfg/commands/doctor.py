@@ -13,10 +13,13 @@ from agentcfg.doctor import examine
 
 
 @click.command("doctor")
+@click.option(
+    "--probe", is_flag=True, help="Run each registered hook command on a synthetic payload."
+)
 @json_option
-def doctor(as_json: bool) -> None:
+def doctor(probe: bool, as_json: bool) -> None:
     """Check host wiring, agentcfg.yaml, every roadmap, this session's claim and state/."""
-    findings = examine(workspace(), Path.home(), os.environ)
+    findings = examine(workspace(), Path.home(), os.environ, probe)
     errors = sum(f.level == "error" for f in findings)
     if as_json:
         emit_json([asdict(f) for f in findings])

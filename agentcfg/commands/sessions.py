@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from agentcfg import claims
+from agentcfg import claims, controls
 from agentcfg.commands import duration, emit_json, json_option, now, workspace
 from agentcfg.core.times import format_duration
 
@@ -37,7 +37,7 @@ def claim_command(
     """Bind this session to roadmaps/<SLUG>.md and start a fresh run."""
     ws = workspace()
     session_id = claims.resolve_session(session, os.environ)
-    result = claims.claim(
+    result = controls.claim(
         ws,
         session_id,
         slug,

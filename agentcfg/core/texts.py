@@ -63,3 +63,11 @@ REFUSALS = {
 def refusal(detector: str, quote: str, slug: str = "", step: str = "", command: str = "") -> str:
     short = clip(quote, 120).replace("\n", " ")
     return REFUSALS[detector].format(quote=f'"{short}"', slug=slug, step=step, command=command)
+
+
+def stopped(slug: str, by: str) -> str:
+    """The one line an agent gets when a person has stopped its run (`agentcfg stop`)."""
+    return (
+        f"run-continuation: the person stopped the run on roadmap `{slug}` ({by}); stop working "
+        f"on it and hand back. It carries on only after `agentcfg resume {slug}`."
+    )

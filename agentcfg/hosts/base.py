@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
         def checks(
             self, path: Path, root: Path, home: Path, env: Mapping[str, str]
         ) -> list[Finding]: ...
+        def probe(self, cwd: str) -> Probe: ...
 
 
 HOOK_TIMEOUT = 30  # seconds a host waits on the hook; the stop chain itself gives up after 3
@@ -83,6 +84,18 @@ class Finding:
     subject: str
     message: str
     fix: str = ""
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A synthetic stop payload of a host's shape (a session with no claim), and the answer a
+    healthy hook gives it as that host expects: `doctor --probe` feeds one to each registration."""
+
+    payload: dict[str, object]
+    expected: Answer
+
+
+PROBE_SESSION = "agentcfg-doctor-probe"
 
 
 class HostFileError(Exception):

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from agentcfg.hosts.base import Answer, Finding, StopEvent
+    from agentcfg.hosts.base import Answer, Finding, Probe, StopEvent
 
 NAME = "claude"
 TITLE = "Claude Code"
@@ -89,3 +89,19 @@ def registered(document: Mapping[str, Any]) -> list[str]:
 
 def checks(path: Path, root: Path, home: Path, env: Mapping[str, str]) -> list[Finding]:
     return []
+
+
+def probe(cwd: str) -> Probe:
+    from agentcfg.hosts.base import PROBE_SESSION, Answer, Probe
+
+    payload: dict[str, object] = {
+        "session_id": PROBE_SESSION,
+        "transcript_path": "",
+        "cwd": cwd,
+        "prompt_id": "probe",
+        "hook_event_name": EVENT,
+        "stop_hook_active": False,
+        "last_assistant_message": "probe",
+        "background_tasks": [],
+    }
+    return Probe(payload, Answer(0))  # allowed: exit 0 and nothing on stdout or stderr

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from agentcfg.hosts.base import Answer, Finding, StopEvent
+    from agentcfg.hosts.base import Answer, Finding, Probe, StopEvent
 
 NAME = "cursor"
 TITLE = "Cursor"
@@ -112,3 +112,17 @@ def checks(path: Path, root: Path, home: Path, env: Mapping[str, str]) -> list[F
             "watch the first runs in the ledger (`agentcfg report`)",
         )
     ]
+
+
+def probe(cwd: str) -> Probe:
+    from agentcfg.hosts.base import PROBE_SESSION, Answer, Probe
+
+    payload: dict[str, object] = {
+        "conversation_id": PROBE_SESSION,
+        "generation_id": "probe",
+        "hook_event_name": EVENT,
+        "status": "completed",
+        "loop_count": 0,
+        "workspace_roots": [cwd],
+    }
+    return Probe(payload, Answer(0, stdout=IDLE))  # allowed: `{}` on stdout, no follow-up

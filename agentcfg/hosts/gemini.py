@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from agentcfg.hosts.base import Answer, Finding, StopEvent
+    from agentcfg.hosts.base import Answer, Finding, Probe, StopEvent
 
 NAME = "gemini"
 TITLE = "Gemini CLI"
@@ -104,3 +104,18 @@ def registered(document: Mapping[str, Any]) -> list[str]:
 
 def checks(path: Path, root: Path, home: Path, env: Mapping[str, str]) -> list[Finding]:
     return []
+
+
+def probe(cwd: str) -> Probe:
+    from agentcfg.hosts.base import PROBE_SESSION, Answer, Probe
+
+    payload: dict[str, object] = {
+        "session_id": PROBE_SESSION,
+        "transcript_path": "",
+        "cwd": cwd,
+        "hook_event_name": EVENT,
+        "prompt": "probe",
+        "prompt_response": "probe",
+        "stop_hook_active": False,
+    }
+    return Probe(payload, Answer(0))  # allowed: exit 0, no decision on stdout

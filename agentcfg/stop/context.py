@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
 
-from agentcfg import claims, loading, state
+from agentcfg import claims, controls, loading, state
 from agentcfg.config import Config
 from agentcfg.core.ladder import Caps
 from agentcfg.core.roadmap import Roadmap, Scan, scan
@@ -44,6 +44,11 @@ class HookContext:
         """This session's live claim; None when absent or stale."""
         found = claims.read_claim(self.ws, self.key) if self.event.session_id else None
         return None if found is None or claims.is_stale(self.ws, found) else found
+
+    @cached_property
+    def stop(self) -> controls.Stop | None:
+        """A person's stop on the claimed roadmap (`agentcfg stop`); None when it runs."""
+        return controls.read_stop(self.ws, self.claim.slug) if self.claim else None
 
     @cached_property
     def roadmap(self) -> Roadmap | None:
@@ -116,3 +121,7 @@ class HookContext:
             **fields,
         )
         state.append_ledger(self.ws.state, record)
+        if self.config.notify:  # only then is the notifier (and subprocess) loaded
+            from agentcfg import notify
+
+            notify.on_event(self.config.notify, record, self.ws)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentcfg import claims, state
+from agentcfg import claims, controls, state
 from agentcfg.claims import Claim
 from agentcfg.core import phrases
 from agentcfg.core.ladder import Fire, RunState, decide
 from agentcfg.core.roadmap import Scan
-from agentcfg.core.texts import continuation
+from agentcfg.core.texts import continuation, stopped
 from agentcfg.errors import StateError
 from agentcfg.stop.context import HookContext
 from agentcfg.stop.dispatch import ALLOW, Verdict
@@ -22,6 +22,8 @@ class RunContinuation:
         claim, scanned = ctx.claim, ctx.scan
         if self._silent(ctx) or claim is None or scanned is None:
             return ALLOW
+        if ctx.stop is not None:  # a person stopped the run: before any rung of the ladder
+            return self._stopped(ctx, ctx.stop)
         counts = scanned.counts
         fire = Fire(
             turn=ctx.turn,
@@ -73,6 +75,17 @@ class RunContinuation:
             ctx.caps.max_iterations,
         )  # fmt: skip
         return Verdict("block", text, self.name)
+
+    def _stopped(self, ctx: HookContext, found: controls.Stop) -> Verdict:
+        """Allow, and tell the agent once per session that the person stopped the run."""
+        try:
+            first = controls.tell(ctx.ws, found, ctx.key)
+        except (StateError, OSError):
+            first = True  # telling twice beats never telling
+        if not first:
+            return ALLOW
+        ctx.log("stopped", by=found.by, reply=ctx.reply_key)
+        return Verdict("warn", stopped(found.slug, found.by), self.name)
 
     @staticmethod
     def _silent(ctx: HookContext) -> bool:

@@ -29,6 +29,7 @@ class TurnEndGate:
             or ctx.event.interrupted
             or not ctx.turn
             or ctx.config.mode == "off"
+            or ctx.stop is not None  # a person stopped the run: nothing may hold the agent
         ):
             return ALLOW
         if ctx.config.gate_scope == "claimed" and not ctx.autonomous:

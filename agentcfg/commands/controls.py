@@ -1,0 +1,62 @@
+"""`agentcfg stop` and `agentcfg resume`: a person halts runs from outside the model."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from agentcfg import controls
+from agentcfg.commands import emit_json, json_option, now, workspace
+from agentcfg.core.times import iso
+
+
+@click.command("stop")
+@click.argument("slug", required=False)
+@click.option("--all", "every", is_flag=True, help="Stop every roadmap a live claim holds.")
+@json_option
+def stop(slug: str | None, every: bool, as_json: bool) -> None:
+    """Stop the runs on roadmaps/<SLUG>.md (or all) until `agentcfg resume <SLUG>`."""
+    if (slug is None) == (not every):
+        raise click.UsageError("name one roadmap, or pass --all")
+    results = controls.stop(
+        workspace(), None if every else [slug or ""], controls.who(os.environ), now()
+    )
+    if as_json:
+        emit_json(
+            [{**r.stop.to_json(), "already": r.already, "sessions": r.sessions} for r in results]
+        )
+        return
+    if not results:
+        click.echo("no live runs to stop")
+    for result in results:
+        found = result.stop
+        if result.already:
+            click.echo(
+                f"roadmap `{found.slug}` was already stopped by {found.by} at {iso(found.stopped_at)}"
+            )
+            continue
+        click.echo(f"stopped roadmap `{found.slug}` (by {found.by})")
+        if result.sessions:
+            names = ", ".join(result.sessions)
+            click.echo(f"  the next turn end of session {names} is allowed and its agent told")
+        click.echo(f"  no session can claim it until `agentcfg resume {found.slug}`")
+
+
+@click.command("resume")
+@click.argument("slug")
+@json_option
+def resume(slug: str, as_json: bool) -> None:
+    """Lift the stop on roadmaps/<SLUG>.md: its runs carry on at their next fire."""
+    by = controls.who(os.environ)
+    result = controls.resume(workspace(), slug, by, now())
+    if as_json:
+        was = result.was.to_json() if result.was else None
+        emit_json({"slug": result.slug, "resumed": was is not None, "by": by, "was": was})
+    elif result.was is None:
+        click.echo(f"roadmap `{result.slug}` is not stopped")
+    else:
+        click.echo(
+            f"resumed roadmap `{result.slug}` (by {by}; stopped by {result.was.by} at "
+            f"{iso(result.was.stopped_at)})"
+        )

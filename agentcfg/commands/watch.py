@@ -1,0 +1,24 @@
+"""`agentcfg watch`: the claimed runs of this workspace, live."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from agentcfg.commands import now, workspace
+
+
+@click.command("watch")
+@click.option("--once", is_flag=True, help="Print one frame and exit.")
+def watch(once: bool) -> None:
+    """Show each claimed run live: progress, next step, iteration, elapsed, tokens, last event.
+
+    It redraws when the ledger, a claim or a roadmap changes; Ctrl-C quits.
+    """
+    from agentcfg import watch as live  # rich loads only for this command
+
+    if once:
+        click.echo(live.frame(workspace(), os.environ, now()), nl=False)
+    else:
+        live.follow(workspace(), os.environ)

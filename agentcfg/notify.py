@@ -1,0 +1,129 @@
+"""Telling the person about every ending: config `notify.command` run, bounded, off the hook.
+
+The hook only spawns a detached courier (`python -m agentcfg.notify`) and goes on; the
+courier runs the command within NOTIFY_TIMEOUT and records a failure as `notify-error`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from agentcfg import state
+from agentcfg.workspace import Workspace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for every import
+    from collections.abc import Mapping, Sequence
+    from typing import Any
+
+NOTIFY_TIMEOUT = 10.0
+ENDINGS = {
+    "complete": "complete",
+    "blocked": "only blocked steps are left",
+    "paused": "paused at the person's request",
+    "stopped": "stopped",
+    "handback-question": "the agent asks you a question",
+}
+
+
+def is_ending(event: str) -> bool:
+    return event in ENDINGS or event.startswith("halt-")
+
+
+def message(record: Mapping[str, Any]) -> str:
+    """One line for the person about an ending ledger event."""
+    event, slug = str(record.get("event")), record.get("slug") or "?"
+    what = ENDINGS.get(event) or f"halted: {event.removeprefix('halt-')}"
+    if event == "stopped" and record.get("by"):
+        what += f" by {record['by']}"
+    iterations = record.get("iterations")
+    done = f" ({iterations} iterations)" if type(iterations) is int else ""
+    return f"agentcfg: roadmap `{slug}`: {what}{done}"
+
+
+def expand(template: Sequence[str], record: Mapping[str, Any]) -> list[str]:
+    """The command's words with {event}, {slug} and {message} filled in; other braces stay."""
+    values = (
+        ("{event}", str(record.get("event"))),
+        ("{slug}", str(record.get("slug") or "")),
+        ("{message}", message(record)),  # last: a message is never expanded again
+    )
+    words = []
+    for word in template:
+        for placeholder, value in values:
+            word = word.replace(placeholder, value)
+        words.append(word)
+    return words
+
+
+def on_event(template: Sequence[str], record: Mapping[str, Any], ws: Workspace) -> None:
+    """Start the courier for an ending; never raises, never waits (the hook is on the clock)."""
+    if not is_ending(str(record.get("event"))):
+        return
+    try:
+        import subprocess
+
+        spec = json.dumps({"argv": expand(template, record), "record": dict(record)})
+        subprocess.Popen(
+            [sys.executable, "-m", "agentcfg.notify", str(ws.state), spec],
+            cwd=ws.root,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # outlives the hook, out of the host's process group
+        )
+    except Exception as exc:  # fail open: the stop decision is already made
+        record_error(ws.state, record, f"cannot start: {type(exc).__name__}: {exc}")
+
+
+def deliver(argv: Sequence[str], timeout: float = NOTIFY_TIMEOUT) -> str | None:
+    """Run the command; None when it exited 0 in time, else what went wrong."""
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return f"`{argv[0]}` ran longer than {timeout:g}s and was killed"
+    except OSError as exc:
+        return f"`{argv[0]}` cannot run: {exc.strerror or exc}"
+    if done.returncode == 0:
+        return None
+    said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+    return f"`{argv[0]}` exited {done.returncode}" + (f": {said[-1][:200]}" if said else "")
+
+
+def record_error(folder: Path, record: Mapping[str, Any], error: str) -> None:
+    state.append_ledger(
+        folder,
+        state.event(
+            "notify-error",
+            time.time(),
+            record.get("run"),
+            record.get("slug"),
+            host=record.get("host"),
+            ending=record.get("event"),
+            error=error,
+        ),
+    )
+
+
+def _courier(argv: list[str]) -> int:
+    folder, spec = Path(argv[0]), json.loads(argv[1])
+    error = deliver(spec["argv"])
+    if error is not None:
+        record_error(folder, spec["record"], error)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_courier(sys.argv[1:]))

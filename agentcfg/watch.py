@@ -1,0 +1,240 @@
+"""`agentcfg watch`: the workspace's claimed runs as a live terminal table.
+
+Data (`RunView`, read from claims, runs, roadmaps and the ledger) is kept apart from its
+rendering (rich), so one frame can be printed and tested with a fixed clock.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rich import box
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from agentcfg import claims, controls, loading, state
+from agentcfg.config import load_config
+from agentcfg.core.roadmap import clip, scan
+from agentcfg.core.times import format_duration, parse_iso
+from agentcfg.errors import RoadmapError
+from agentcfg.workspace import Workspace
+
+BAR_WIDTH = 12
+STEP_WIDTH = 40
+
+
+@dataclass(frozen=True)
+class RunView:
+    """One claimed run as the table shows it."""
+
+    slug: str
+    session: str
+    done: int | None  # None: the roadmap cannot be read
+    total: int
+    step: str | None  # the next step, "<id> <text>"
+    iterations: int | None  # None: no run state
+    cap: int
+    started_at: float | None
+    tokens: int | None  # the latest total the ledger knows for this run
+    last_event: str | None
+    last_at: float | None
+    status: str  # running | halted: <rung> | stopped | no run | roadmap gone
+
+
+class LedgerTail:
+    """Follows the ledger from where it last read: per run, its last event and token total."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self.path = ws.state / state.LEDGER_NAME
+        self._restart(None)
+
+    def _restart(self, identity: tuple[int, int] | None) -> None:
+        self.identity = identity
+        self.offset = 0
+        self.last: dict[tuple[str, str], tuple[str, float]] = {}
+        self.tokens: dict[tuple[str, str], int] = {}
+
+    def read(self) -> None:
+        """Take in the lines appended since the last read (all of them after a rotation)."""
+        try:
+            info = os.stat(self.path)
+        except OSError:
+            return
+        if (info.st_dev, info.st_ino) != self.identity or info.st_size < self.offset:
+            self._restart((info.st_dev, info.st_ino))
+        try:
+            with self.path.open("rb") as handle:
+                handle.seek(self.offset)
+                data = handle.read()
+        except OSError:
+            return
+        complete = data[: data.rfind(b"\n") + 1]  # a line being written waits for the next read
+        self.offset += len(complete)
+        for line in complete.splitlines():
+            self._take(line)
+
+    def _take(self, line: bytes) -> None:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            return
+        if not isinstance(event, dict):
+            return
+        key = (event.get("run"), event.get("slug"))
+        at = parse_iso(event.get("at"))
+        if not all(isinstance(k, str) for k in key) or at is None:
+            return
+        run = (str(key[0]), str(key[1]))
+        if event.get("event") == "claimed":  # a fresh run: what the last one spent is not its
+            self.tokens.pop(run, None)
+        self.last[run] = (str(event.get("event")), at)
+        tokens = event.get("tokens")
+        total = tokens.get("total") if isinstance(tokens, dict) else None
+        if type(total) is int:
+            self.tokens[run] = total
+
+
+def snapshot(ws: Workspace, env: Mapping[str, str], ledger: LedgerTail) -> list[RunView]:
+    """Every live claim of the workspace as a RunView, in the order `sessions list` gives."""
+    ledger.read()
+    cap_default = load_config(ws, env).max_iterations
+    return [_view(ws, c, ledger, cap_default) for c in claims.all_claims(ws)]
+
+
+def _view(ws: Workspace, claim: claims.Claim, ledger: LedgerTail, cap: int) -> RunView:
+    done: int | None = None
+    total, step = 0, None
+    try:
+        found = scan(loading.load(ws, claim.slug))
+        counts = found.counts
+        done, total = counts.done, counts.done + counts.open + counts.blocked
+        step = f"{found.next.id} {clip(found.next.text, STEP_WIDTH)}" if found.next else None
+    except RoadmapError:
+        pass
+    run = claims.read_run(ws, claim)
+    last = ledger.last.get((claim.key, claim.slug))
+    if claims.is_stale(ws, claim):
+        status = "roadmap gone"
+    elif controls.read_stop(ws, claim.slug) is not None:
+        status = "stopped"
+    elif run is None:
+        status = "no run"
+    else:
+        status = f"halted: {run.halted}" if run.halted else "running"
+    return RunView(
+        slug=claim.slug,
+        session=claim.session_id,
+        done=done,
+        total=total,
+        step=step,
+        iterations=run.iterations if run else None,
+        cap=claim.max_iterations or cap,
+        started_at=run.started_at if run else None,
+        tokens=ledger.tokens.get((claim.key, claim.slug)),
+        last_event=last[0] if last else None,
+        last_at=last[1] if last else None,
+        status=status,
+    )
+
+
+def render(views: list[RunView], now: float) -> Table:
+    table = Table(
+        title=f"agentcfg watch · {len(views)} claimed run{'' if len(views) == 1 else 's'}",
+        box=box.SIMPLE_HEAD,
+        title_justify="left",
+    )
+    for name, justify in (
+        ("roadmap", "left"),
+        ("progress", "left"),
+        ("next step", "left"),
+        ("iteration", "right"),
+        ("elapsed", "right"),
+        ("tokens", "right"),
+        ("last event", "left"),
+    ):
+        table.add_column(name, justify=justify, no_wrap=name != "next step")  # type: ignore[arg-type]
+    for view in views:
+        table.add_row(
+            Text.assemble((view.slug, "bold"), "\n", (view.session[:12], "dim")),
+            _progress(view),
+            view.step or "-",
+            "-" if view.iterations is None else f"{view.iterations}/{view.cap}",
+            "-" if view.started_at is None else format_duration(now - view.started_at),
+            "-" if view.tokens is None else f"{view.tokens:,}",
+            _last(view, now),
+        )
+    if not views:
+        table.add_row("no claimed runs", *[""] * 6)
+    return table
+
+
+def _progress(view: RunView) -> Text:
+    if view.done is None:
+        return Text("unreadable", "red")
+    filled = round(BAR_WIDTH * view.done / view.total) if view.total else 0
+    text = Text.assemble(
+        ("█" * filled, "green"), ("░" * (BAR_WIDTH - filled), "dim"), f" {view.done}/{view.total}"
+    )
+    style = {"running": "", "stopped": "yellow"}.get(view.status, "cyan")
+    text.append(f"\n{view.status}", style)
+    return text
+
+
+def _last(view: RunView, now: float) -> str:
+    if view.last_event is None or view.last_at is None:
+        return "-"
+    return f"{view.last_event}\n{format_duration(now - view.last_at)} ago"
+
+
+def frame(ws: Workspace, env: Mapping[str, str], now: float, width: int | None = None) -> str:
+    """One frame as plain text: `watch --once`."""
+    console = Console(width=width or 100, no_color=True, highlight=False, force_terminal=False)
+    with console.capture() as captured:
+        console.print(render(snapshot(ws, env, LedgerTail(ws)), now))
+    return "".join(line.rstrip() + "\n" for line in captured.get().splitlines())
+
+
+def follow(
+    ws: Workspace,
+    env: Mapping[str, str],
+    clock: Callable[[], float] = time.time,
+    interval: float = 0.5,
+) -> None:
+    """Redraw while the ledger, a claim, a run or a roadmap changes; return on Ctrl-C."""
+    ledger = LedgerTail(ws)
+    seen: object = None
+    views: list[RunView] = []
+    try:
+        with Live(render(views, clock()), auto_refresh=False, transient=False) as live:
+            while True:
+                now_seen = _signature(ws)
+                if now_seen != seen:
+                    seen, views = now_seen, snapshot(ws, env, ledger)
+                live.update(render(views, clock()), refresh=True)  # ages move on regardless
+                time.sleep(interval)
+    except KeyboardInterrupt:
+        return
+
+
+def _signature(ws: Workspace) -> Any:
+    """What changes when anything the table shows does: names, sizes and times of the files."""
+    found = []
+    for folder in (ws.roadmaps, ws.state, *(ws.state / n for n in ("claims", "runs", "stops"))):
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            continue
+        for name in names:
+            try:
+                info = os.stat(folder / name)
+            except OSError:
+                continue
+            found.append((str(folder / name), info.st_size, info.st_mtime_ns))
+    return found

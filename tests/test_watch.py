@@ -1,0 +1,118 @@
+"""`agentcfg watch`: one frame of the claimed runs, the ledger it follows, and a clean Ctrl-C."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from syrupy.assertion import SnapshotAssertion
+
+from agentcfg import claims, controls, state, watch
+from agentcfg.workspace import Workspace
+from tests.conftest import cli_process, run_cli, write_roadmap
+
+T0 = 1_790_000_000.0
+
+
+def append(root: Path, name: str, at: float, run: str, slug: str, **fields: object) -> None:
+    state.append_ledger(root / "state", state.event(name, at, run, slug, **fields))
+
+
+@pytest.fixture
+def busy(ws: Path) -> Path:
+    """Two claimed runs: one engaged with token counts, one a person stopped; and a bare claim."""
+    root = Workspace(ws)
+    write_roadmap(ws, "other", "## Phase 1\n- [x] a\n- [ ] b\n")
+    one = claims.claim(root, "session-one", "demo", now=T0, max_iterations=10).claim
+    two = claims.claim(root, "session-two", "other", now=T0 + 60).claim
+    append(ws, "engage", T0 + 120, one.key, "demo", iterations=1, tokens={"total": 12_345})
+    append(ws, "engage", T0 + 300, one.key, "demo", iterations=2, tokens=None)
+    append(ws, "engage", T0 + 400, "someone-else", "demo", tokens={"total": 1})
+    run = claims.run_path(root, one.key, "demo")
+    data = state.read_json(run) or {}
+    state.write_json(run, {**data, "iterations": 2})
+    controls.stop(root, ["other"], "terminal", T0 + 500)
+    append(ws, "stopped", T0 + 530, two.key, "other", by="terminal")
+    return ws
+
+
+def test_one_frame(
+    busy: Path, monkeypatch: pytest.MonkeyPatch, snapshot: SnapshotAssertion
+) -> None:
+    monkeypatch.setattr("agentcfg.commands.watch.now", lambda: T0 + 600)
+    result = run_cli("watch", "--once")
+    assert result.exit_code == 0
+    assert result.output == snapshot
+
+
+def test_no_claimed_runs(ws: Path) -> None:
+    frame = watch.frame(Workspace(ws), {}, T0)
+    assert "0 claimed runs" in frame and "no claimed runs" in frame
+    assert not (ws / "state").exists()  # watching writes nothing
+
+
+def test_ledger_tail_reads_only_new_complete_lines(ws: Path) -> None:
+    tail = watch.LedgerTail(Workspace(ws))
+    tail.read()  # no ledger yet
+    append(ws, "claimed", T0, "r", "demo")
+    append(ws, "engage", T0 + 1, "r", "demo", tokens={"total": 7})
+    path = ws / "state" / state.LEDGER_NAME
+    with path.open("ab") as handle:
+        handle.write(b'{"event": "engage", "at": "2026-09-21T14:13:30Z", "run": "r", "sl')
+    tail.read()
+    assert tail.last[("r", "demo")] == ("engage", T0 + 1)
+    assert tail.tokens[("r", "demo")] == 7
+    with path.open("ab") as handle:
+        handle.write(b'ug": "demo"}\nnot json\n[1]\n')
+    append(ws, "claimed", T0 + 20, "r", "demo")  # a fresh run forgets the last one's tokens
+    tail.read()
+    assert tail.last[("r", "demo")] == ("claimed", T0 + 20)
+    assert ("r", "demo") not in tail.tokens
+    path.unlink()  # a new ledger starts over
+    append(ws, "complete", T0 + 30, "q", "demo")
+    tail.read()
+    assert tail.last == {("q", "demo"): ("complete", T0 + 30)}
+
+
+def test_the_signature_moves_with_ledger_roadmaps_and_claims(ws: Path) -> None:
+    root = Workspace(ws)
+    seen = [watch._signature(root)]
+    append(ws, "engage", T0, "r", "demo")
+    seen.append(watch._signature(root))
+    (ws / "roadmaps" / "demo.md").write_text("## Phase 1\n- [x] a\n")
+    seen.append(watch._signature(root))
+    claims.claim(root, "s1", "demo", now=T0)
+    seen.append(watch._signature(root))
+    assert len(set(map(repr, seen))) == 4
+    assert watch._signature(root) == seen[-1]
+
+
+def test_follow_redraws_on_change_and_quits_cleanly_on_ctrl_c(
+    busy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    snapshots: list[int] = []
+    real = watch.snapshot
+
+    def counted(*args: object) -> list[watch.RunView]:
+        snapshots.append(1)
+        return real(*args)  # type: ignore[arg-type]
+
+    naps = iter([None, None, KeyboardInterrupt()])
+
+    def nap(seconds: float) -> None:
+        step = next(naps)
+        if step is not None:
+            raise step
+        if len(snapshots) == 1:  # something changes between the first and second draw
+            append(busy, "engage", T0 + 700, "r", "demo")
+
+    monkeypatch.setattr(watch, "snapshot", counted)
+    monkeypatch.setattr(watch.time, "sleep", nap)
+    result = run_cli("watch")
+    assert (result.exit_code, len(snapshots)) == (0, 2)  # three draws, two reads
+
+
+def test_once_as_a_process(busy: Path) -> None:
+    proc = cli_process(busy, "watch", "--once")
+    assert proc.returncode == 0, proc.stderr
+    assert "2 claimed runs" in proc.stdout and "12,345" in proc.stdout
