@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
 
     T = TypeVar("T")
 
-VERSION = 1
+VERSION = 2  # 2: steps carry label, started, tags and detail
 CACHE_LIMIT = 64 * 1024 * 1024
 
 

@@ -68,7 +68,10 @@ def _restore(data: Any) -> Roadmap | None:
             data["mode"],
             data["title"],
             tuple(Phase(**p) for p in data["phases"]),
-            tuple(Step(**s) for s in data["steps"]),
+            tuple(
+                Step(**{**s, "tags": tuple(s["tags"]), "detail": tuple(s["detail"])})
+                for s in data["steps"]
+            ),
             tuple(Problem(**p) for p in data["problems"]),
         )
     except (TypeError, KeyError):
@@ -78,7 +81,14 @@ def _restore(data: Any) -> Roadmap | None:
 def step_json(step: Step | None) -> dict[str, Any] | None:
     if step is None:
         return None
-    return {"id": step.id, "text": step.text, "verify": step.verify, "line": step.line}
+    return {
+        "id": step.id,
+        "label": step.label or None,
+        "text": step.text,
+        "verify": step.verify,
+        "line": step.line,
+        "in_progress": step.started,
+    }
 
 
 def counts_json(counts: Counts) -> dict[str, int]:

@@ -20,7 +20,11 @@ from agentcfg.errors import ClaimError, RoadmapError, StepError
 from agentcfg.workspace import Workspace
 
 TAIL_LINES = 40
-_BOX = re.compile(rb"^((?:\xef\xbb\xbf)?[ \t]*(?:>[ \t]*)*(?:[-*+]|\d{1,9}[.)])[ \t]+)\[ \]")
+# Any one-character mark (UTF-8): `[/]`, a remapped or unknown mark are open steps too.
+_BOX = re.compile(
+    rb"^((?:\xef\xbb\xbf)?[ \t]*(?:>[ \t]*)*(?:[-*+]|\d{1,9}[.)])[ \t]+)"
+    rb"\[(?:[^\][\\\n\t\x80-\xff]|[\xc0-\xff][\x80-\xbf]{1,3})\]"
+)
 
 
 @dataclass(frozen=True)
@@ -37,17 +41,22 @@ class VerifyResult:
 
 
 def find_step(roadmap: Roadmap, query: str) -> Step:
-    """A step by its id, else by a unique prefix of its text (case-insensitive)."""
-    for step in roadmap.steps:
-        if step.id == query:
-            return step
+    """A step by its label or id, else by a unique prefix of its text (all case-insensitive).
+
+    A label wins over an equal id of another step: the parser keeps a label only where the
+    step it hides still has a label of its own.
+    """
     wanted = query.strip().casefold()
+    for attribute in ("label", "id"):
+        for step in roadmap.steps:
+            if wanted and getattr(step, attribute).casefold() == wanted:
+                return step
     matches = [s for s in roadmap.steps if wanted and s.text.casefold().startswith(wanted)]
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        raise StepError(f"no step `{query}`: give a step id or the start of its text")
-    ids = ", ".join(s.id for s in matches[:8])
+        raise StepError(f"no step `{query}`: give a step id or label, or the start of its text")
+    ids = ", ".join(s.name for s in matches[:8])
     raise StepError(
         f"`{query}` matches {len(matches)} steps ({ids}); give more of the text or the id"
     )
@@ -56,15 +65,15 @@ def find_step(roadmap: Roadmap, query: str) -> Step:
 def require_verify(step: Step, hint: str = "") -> str:
     """The step's verify line; StepError when it has none."""
     if not step.verify:
-        raise StepError(f"step {step.id} has no verify line" + (f"; {hint}" if hint else ""))
+        raise StepError(f"step {step.name} has no verify line" + (f"; {hint}" if hint else ""))
     return step.verify
 
 
 def check_markable(step: Step) -> None:
     if step.mark != "open":
-        raise StepError(f"step {step.id} is {step.mark}, not open")
+        raise StepError(f"step {step.name} is {step.mark}, not open")
     if step.blocked:
-        raise StepError(f"step {step.id} is blocked-by {step.blocked_by or '(no id)'}")
+        raise StepError(f"step {step.name} is blocked-by {step.blocked_by or '(no id)'}")
 
 
 def run(

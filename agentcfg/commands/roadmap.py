@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
 from typing import Any
 
 import click
@@ -74,7 +75,7 @@ def _next_lines(step: dict[str, Any] | None, blocked: int) -> str:
     if step is None:
         return "next: nothing open" + (f" ({blocked} blocked-by)" if blocked else "")
     verify = step["verify"] or "(no verify line)"
-    return f"next: **{step['id']}** {step['text']}\n  verify: {verify}"
+    return f"next: **{step['label'] or step['id']}** {step['text']}\n  verify: {verify}"
 
 
 @roadmap.command("next")
@@ -95,7 +96,8 @@ def next_command(slug: str, as_json: bool) -> None:
             + (f" ({blocked} blocked-by, waiting on others)" if blocked else ": it is complete")
         )
         return
-    click.echo(f"Next step of `{slug}` (line {step['line']}): **{step['id']}** {step['text']}")
+    name = step["label"] or step["id"]
+    click.echo(f"Next step of `{slug}` (line {step['line']}): **{name}** {step['text']}")
     click.echo(f"  verify: {step['verify']}" if step["verify"] else "  verify: (none given)")
 
 
@@ -122,8 +124,10 @@ def lint_command(slugs: tuple[str, ...], as_json: bool) -> None:
     else:
         for row in rows:
             click.echo(f"{row['file']}:{row['line']}: {row['level']}: {row['message']}")
-        errors = sum(1 for row in rows if row["level"] == "error")
-        click.echo(f"{plural(len(rows) - errors, 'warning')}, {plural(errors, 'error')}", err=True)
+        levels = Counter(row["level"] for row in rows)
+        notes = f"{plural(levels['note'], 'note')}, " if levels["note"] else ""
+        summary = f"{plural(levels['warning'], 'warning')}, {plural(levels['error'], 'error')}"
+        click.echo(notes + summary, err=True)
     if any(row["level"] == "error" for row in rows):
         raise SystemExit(1)
 
@@ -147,7 +151,7 @@ def _verify_json(result: VerifyResult) -> dict[str, Any]:
 
 
 def _streamed(step: Step) -> verify.Echo:
-    click.echo(f"-- {step.id}: {step.verify}")
+    click.echo(f"-- {step.name}: {step.verify}")
     return lambda line: click.echo(f"   | {line}")
 
 
@@ -183,7 +187,7 @@ def done_command(slug: str, step_query: str, no_verify: bool) -> None:
     outcome = verify.done(workspace(), slug, step_query, os.environ, no_verify)
     step, result = outcome.step, outcome.result
     if result is not None and not outcome.marked:
-        click.echo(f"verify line of step {step.id} failed: {step.verify}", err=True)
+        click.echo(f"verify line of step {step.name} failed: {step.verify}", err=True)
         for line in result.tail:
             click.echo(f"   | {line}", err=True)
         click.echo(_verify_line(result) + "; the box stays open", err=True)
@@ -191,4 +195,4 @@ def done_command(slug: str, step_query: str, no_verify: bool) -> None:
     if result is not None:
         click.echo(_verify_line(result))
     how = "without running its verify line (--no-verify)" if no_verify else "its verify line passed"
-    click.echo(f"marked step {step.id} done in roadmaps/{slug}.md: {how}")
+    click.echo(f"marked step {step.name} done in roadmaps/{slug}.md: {how}")

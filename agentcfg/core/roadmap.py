@@ -1,12 +1,15 @@
 """Parse a roadmap (frontmatter mode, phases, steps) and scan it for open work.
 
 Pure: text in, frozen dataclasses out. markdown-it and ruamel.yaml load lazily so that a
-caller holding a cached parse never pays for them.
+caller holding a cached parse never pays for them. Every scan here is linear in its input:
+one item's text is cut into code spans and comments once, by position, never by
+backtracking regexes.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -18,18 +21,48 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
 
 MODES = ("autonomous", "phase-checkpoints", "interactive")
 DEFAULT_MODE = "interactive"
-MARKS = {" ": "open", "x": "done", "X": "done", "~": "deferred", "-": "cancelled"}
+STATES = ("open", "in-progress", "done", "deferred", "cancelled")
+MARKS = {
+    " ": "open",
+    "/": "in-progress",
+    "x": "done",
+    "X": "done",
+    "~": "deferred",
+    ">": "deferred",
+    "-": "cancelled",
+}
 TEXT_LIMIT = 240
+DETAIL_LINES = 5
+DETAIL_LIMIT = 160
 
-_PHASE = re.compile(r"Phase\s+([A-Za-z]?\d+(?:\.\d+)*[A-Za-z]?|[IVXLCDM]+)(?![\w.])")
-_CHECKBOX = re.compile(r"\[([ xX~-])\](?:[ \t]+|$)")
-_BOLD_ID = re.compile(r"\*\*([^*\s][^*]*?)\*\*\s*")
-_COMMENT = re.compile(r"<!--.*?-->", re.S)
-_VERIFY_COMMENT = re.compile(r"<!--\s*verify:\s*(.*?)\s*-->", re.S)
-_VERIFY_PLAIN = re.compile(r"`?verify:`?[ \t]*`([^`\n]+)`")
-_BLOCKED_COMMENT = re.compile(r"<!--\s*blocked-by:\s*(.*?)\s*-->", re.S)
-_BLOCKED_PLAIN = re.compile(r"`?blocked-by:`?[ \t]*`?([^\s`]*)`?")
+_CHECKBOX = re.compile(r"\[([^\]\[\\\n\t])\](?:\s+|$)")
+_PHASE = re.compile(
+    r"[\W_]*phase\s+(?:(?P<number>[-\u2212]?\d+(?:\.\d+)*[a-z]?)|(?P<prefixed>[a-z]\d+(?:\.\d+)*)"
+    r"|(?P<word>[a-z]+))(?=$|[\s:.,;)\]\u2014\u2013*_-])",
+    re.I,
+)
+_ROMAN = re.compile(r"M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})")
+# fmt: off
+_NUMERALS = {word: str(n) for n, word in enumerate((
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
+    "nineteen", "twenty",
+))}
+# fmt: on
+# An author's own id at the start of an item: bold or plain, with a `:` `.` `)` after it.
+_LABEL = re.compile(
+    r"(?P<bold>\*\*|__)?(?P<label>(?i:step|task)\s+-?\d+[a-z]?|-?\d+(?:\.\d+)*[a-z]?"
+    r"|[A-Z][A-Z0-9]*-?\d+(?:\.\d+)*[a-z]?)(?P<sep>[:.)])?(?P=bold)?(?P<after>[:.)])?(?:\s+|$)"
+)
+_WORDED = re.compile(r"(?i:step|task)\s")
+_TAGS = re.compile(r"(?:\[[A-Za-z0-9][\w.-]{0,15}\](?:\s+|$))+")
+_TICKS = re.compile(r"`+")
+_KEYWORD = re.compile(r"(?<![\w-])(verify|blocked[ -]?by)(?:[ \t]*:|(?=[ \t]+#))", re.I)
+_KEYWORD_ONLY = re.compile(r"\s*(verify|blocked[ -]?by)\s*:\s*", re.I)
+_KEYWORD_LEAD = re.compile(r"(verify|blocked[ -]?by)\s*:?", re.I)
+_YAML_KEY = re.compile(r"[\w\"'][\w \"'.-]*:(?:\s|$)")
 _SPACE = re.compile(r"\s+")
+_EXEMPT = ("acceptance", "prerequisite", "criteria", "summary", "checklist")
 
 
 @dataclass(frozen=True)
@@ -37,7 +70,7 @@ class Problem:
     """A diagnostic the parser found; `roadmap lint` reports it."""
 
     line: int
-    level: str  # "error" | "warning"
+    level: str  # "error" | "warning" | "note"
     message: str
 
 
@@ -50,13 +83,22 @@ class Phase:
 
 @dataclass(frozen=True)
 class Step:
-    id: str
+    id: str  # canonical `<phase>.<n>`: unique in its roadmap and shell-safe
     mark: str  # open | done | deferred | cancelled
     text: str
     verify: str | None
     blocked_by: str | None  # None: not blocked; "" : blocked with no id
     line: int
     phase: str
+    label: str = ""  # the author's own id (`T001`, `1.2`, `Step 3`) when it names this step alone
+    started: bool = False  # `[/]`: open, and named before other open steps
+    tags: tuple[str, ...] = ()  # `[P]`, `[US1]` after a label
+    detail: tuple[str, ...] = ()  # the first lines of its nested detail
+
+    @property
+    def name(self) -> str:
+        """How the step is named to people and agents: its own label, else its id."""
+        return self.label or self.id
 
     @property
     def blocked(self) -> bool:
@@ -111,8 +153,9 @@ def count(steps: Iterable[Step]) -> Counts:
 
 
 def scan(roadmap: Roadmap) -> Scan:
-    """Counts, the next open unblocked step, and per-phase counts."""
-    next_step = next((s for s in roadmap.steps if s.is_open), None)
+    """Counts, the next step (a started one first, else the first open), per-phase counts."""
+    open_steps = [s for s in roadmap.steps if s.is_open]
+    next_step = next((s for s in open_steps if s.started), open_steps[0] if open_steps else None)
     by_phase: dict[str, list[Step]] = {phase.id: [] for phase in roadmap.phases}
     for step in roadmap.steps:
         by_phase.setdefault(step.phase, []).append(step)
@@ -122,8 +165,24 @@ def scan(roadmap: Roadmap) -> Scan:
 
 def clip(text: str, limit: int = TEXT_LIMIT) -> str:
     """Comments removed, whitespace collapsed, cut to `limit` characters with `...`."""
-    flat = _SPACE.sub(" ", _COMMENT.sub(" ", text)).strip()
+    return _cut(_SPACE.sub(" ", _drop_comments(text)).strip(), limit)
+
+
+def _cut(flat: str, limit: int = TEXT_LIMIT) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3].rstrip() + "..."
+
+
+def _drop_comments(text: str) -> str:
+    parts: list[str] = []
+    pos = 0
+    while (start := text.find("<!--", pos)) >= 0:
+        end = text.find("-->", start + 4)
+        if end < 0:
+            break  # an unclosed comment is text, and so is every later one
+        parts += (text[pos:start], " ")
+        pos = end + 3
+    parts.append(text[pos:])
+    return "".join(parts)
 
 
 def parse_roadmap(text: str) -> Roadmap:
@@ -133,18 +192,21 @@ def parse_roadmap(text: str) -> Roadmap:
     meta, body, offset = _split_frontmatter(text, problems)
     mode = _mode_of(meta, problems)
     title = meta.get("title") if isinstance(meta.get("title"), str) else None
-    phases, steps = _parse_body(body, offset, problems)
+    marks = _marks_of(meta, problems)
+    phases, steps = _parse_body(body, offset, marks, problems)
     return Roadmap(mode, title, tuple(phases), tuple(steps), tuple(problems))
 
 
 def _split_frontmatter(text: str, problems: list[Problem]) -> tuple[dict[str, Any], str, int]:
+    """YAML between a first `---` and the next one; a `---` before markdown is a rule."""
     lines = text.split("\n")
     if not lines or lines[0].rstrip() != "---":
         return {}, text, 0
-    for end in range(1, len(lines)):
-        if lines[end].rstrip() in ("---", "..."):
-            break
-    else:
+    end = next((n for n in range(1, len(lines)) if lines[n].rstrip() in ("---", "...")), 0)
+    first = next((s for s in lines[1 : end or None] if s.strip() and s[0] != "#"), "")
+    if first and not _YAML_KEY.match(first):
+        return {}, text, 0
+    if not end:
         problems.append(Problem(1, "error", "frontmatter has no closing `---`"))
         return {}, text, 0
     body = "\n".join(lines[end + 1 :])
@@ -184,79 +246,180 @@ def _mode_of(meta: dict[str, Any], problems: list[Problem]) -> str | None:
     return mode
 
 
-def _parse_body(body: str, offset: int, problems: list[Problem]) -> tuple[list[Phase], list[Step]]:
+def _marks_of(meta: dict[str, Any], problems: list[Problem]) -> dict[str, str]:
+    """The mark table, with the frontmatter's `marks:` remapping applied."""
+    marks = dict(MARKS)
+    remap = meta.get("marks")
+    if remap is None:
+        return marks
+    if not isinstance(remap, dict):
+        problems.append(Problem(1, "warning", "frontmatter `marks:` is not a mapping; ignored"))
+        return marks
+    for key, state in remap.items():
+        if isinstance(key, str) and _CHECKBOX.fullmatch(f"[{key}]") and state in STATES:
+            marks[key] = state
+        else:
+            message = (
+                f"frontmatter `marks:` entry {key!r}: {state!r} ignored; a mark is one "
+                f"character and its state one of {', '.join(STATES)}"
+            )
+            problems.append(Problem(1, "warning", message))
+    return marks
+
+
+@dataclass
+class _Draft:
+    """A step before labels are settled across the roadmap."""
+
+    id: str
+    mark: str
+    text: str
+    verify: str | None
+    blocked_by: str | None
+    line: int
+    phase: str
+    started: bool
+    tags: tuple[str, ...]
+    detail: tuple[str, ...]
+    label: str  # as found, "" when none
+    shown: str  # the text with the label left in, for when the label cannot be used
+
+    def build(self, label: str) -> Step:
+        text = self.text if label or not self.label else _cut(self.shown)
+        tags = self.tags if label else ()
+        return Step(
+            self.id, self.mark, text, self.verify, self.blocked_by, self.line, self.phase,
+            label, self.started, tags, self.detail,
+        )  # fmt: skip
+
+
+def _parse_body(
+    body: str, offset: int, marks: dict[str, str], problems: list[Problem]
+) -> tuple[list[Phase], list[Step]]:
     from markdown_it import MarkdownIt
 
     parser = MarkdownIt("commonmark")
-    # Only block structure and each block's raw text are read: inline parsing is skipped.
+    # Only block structure and each block's raw text are read: inline parsing is skipped,
+    # and so are link reference definitions (no checkbox item can be one).
     parser.core.ruler.disable("inline")
+    parser.block.ruler.disable("reference")
     tokens = parser.parse(body)
-    heading_phases = _phase_headings(tokens, offset)
-    phased = any(phase is not None for _, _, phase in heading_phases)
-    phases: list[Phase] = [p for _, _, p in heading_phases if p is not None]
-    if not phased:
-        phases = [Phase("1", "", 0)]
-    steps: list[Step] = []
+    headings = _headings(tokens, offset)
+    found: dict[str, Phase] = {}
+    for at, _, title, phase_id in headings:
+        if phase_id is not None and phase_id not in found:
+            found[phase_id] = Phase(phase_id, title, at)
+    phases = list(found.values()) or [Phase("1", "", 0)]
+    phased = bool(found)
+    drafts: list[_Draft] = []
     ordinals: dict[str, int] = {}
-    stack: list[tuple[int, Phase]] = []  # open phase spans: (heading level, phase)
-    heading_iter = iter(heading_phases)
-    upcoming = next(heading_iter, None)
+    stack: list[tuple[int, str]] = []  # open phase spans: (heading level, phase id)
+    section: tuple[int, str | None] = (0, None)  # the heading the next item sits under
+    stray: dict[tuple[int, str | None], list[int]] = {}  # section: lines of its checkboxes
+    upcoming = iter(headings)
+    heading = next(upcoming, None)
     for index, token in enumerate(tokens):
         if token.type != "list_item_open" or token.map is None:
             continue
         line = token.map[0] + offset + 1
-        while upcoming is not None and upcoming[0] <= line:
-            _, level, phase = upcoming
+        while heading is not None and heading[0] <= line:
+            at, level, title, phase_id = heading
             while stack and stack[-1][0] >= level:
                 stack.pop()
-            if phase is not None:
-                stack.append((level, phase))
-            upcoming = next(heading_iter, None)
-        own = _own_text(tokens, index)
-        found = _CHECKBOX.match(own[0]) if own else None
-        if found is None:
+            if phase_id is not None:
+                stack.append((level, phase_id))
+            section = (at, title)
+            heading = next(upcoming, None)
+        box = _box(tokens, index)
+        if box is None:
             continue
         if phased and not stack:
-            problems.append(Problem(line, "warning", "checkbox outside any phase is not a step"))
+            stray.setdefault(section, []).append(line)
             continue
-        phase = stack[-1][1] if phased else phases[0]
-        ordinals[phase.id] = ordinals.get(phase.id, 0) + 1
-        steps.append(_step(own, found, phase.id, ordinals[phase.id], line))
-    return phases, steps
+        phase = stack[-1][1] if phased else phases[0].id
+        ordinals[phase] = ordinals.get(phase, 0) + 1
+        own, nested = _item_parts(tokens, index)
+        drafts.append(
+            _draft(own, nested, box, marks, f"{phase}.{ordinals[phase]}", phase, line, problems)
+        )
+    for (at, name), lines in stray.items():
+        if name is None or not any(word in name.casefold() for word in _EXEMPT):
+            where = f"under `{clip(name, 60)}`" if name is not None else "before the first phase"
+            many = len(lines) > 1
+            message = (
+                f"{len(lines)} checkbox{'es' if many else ''} {where}: "
+                f"{'not steps' if many else 'not a step'}, since only sections under a `Phase` "
+                "heading hold steps"
+            )
+            problems.append(Problem(at or lines[0], "note", message))
+    return phases, _settle_labels(drafts, problems)
 
 
-def _phase_headings(tokens: Sequence[Token], offset: int) -> list[tuple[int, int, Phase | None]]:
-    """Every heading as (line, level, phase or None)."""
-    out: list[tuple[int, int, Phase | None]] = []
+def _headings(tokens: Sequence[Token], offset: int) -> list[tuple[int, int, str, str | None]]:
+    """Every heading as (line, level, text, phase id or None)."""
+    out: list[tuple[int, int, str, str | None]] = []
     for index, token in enumerate(tokens):
         if token.type != "heading_open" or token.map is None:
             continue
         level = int(token.tag[1:])
         text = tokens[index + 1].content.strip() if index + 1 < len(tokens) else ""
-        line = token.map[0] + offset + 1
-        match = _PHASE.match(text) if level in (2, 3) else None
-        out.append((line, level, Phase(match.group(1), text, line) if match else None))
+        phase_id = _phase_id(text) if 2 <= level <= 4 else None
+        out.append((token.map[0] + offset + 1, level, text, phase_id))
     return out
 
 
-def _own_text(tokens: Sequence[Token], start: int) -> list[str]:
-    """The inline and HTML text of one list item, without its nested lists."""
+def _phase_id(heading: str) -> str | None:
+    """`Phase <id>` at the start of a heading (after emoji and emphasis), normalised."""
+    found = _PHASE.match(heading)
+    if found is None:
+        return None
+    number, prefixed, word = found.group("number", "prefixed", "word")
+    if number:
+        return number.replace("\u2212", "-").lower()
+    if prefixed:
+        return prefixed[0].upper() + prefixed[1:]
+    if word.casefold() in _NUMERALS:
+        return _NUMERALS[word.casefold()]
+    if (len(word) == 1 and word.isupper()) or _ROMAN.fullmatch(word):
+        return word
+    return None
+
+
+def _box(tokens: Sequence[Token], index: int) -> re.Match[str] | None:
+    """The checkbox opening a list item's first paragraph, if it has one."""
+    if index + 2 >= len(tokens) or tokens[index + 1].type != "paragraph_open":
+        return None
+    return _CHECKBOX.match(tokens[index + 2].content)
+
+
+def _item_parts(tokens: Sequence[Token], start: int) -> tuple[list[str], list[str]]:
+    """One item's own text blocks, and those of its nested items that are not steps."""
+    own, nested, _ = _walk_item(tokens, start)
+    return own, nested
+
+
+def _walk_item(tokens: Sequence[Token], start: int) -> tuple[list[str], list[str], int]:
     item_level = tokens[start].level
-    parts: list[str] = []
+    own: list[str] = []
+    nested: list[str] = []
     index = start + 1
     while index < len(tokens):
         token = tokens[index]
         if token.type == "list_item_close" and token.level == item_level:
-            break
-        if token.type in ("bullet_list_open", "ordered_list_open"):
-            index = _skip_block(tokens, index)
+            return own, nested, index + 1
+        if token.type == "list_item_open":
+            if _box(tokens, index) is not None:  # a step of its own
+                index = _skip_block(tokens, index)
+                continue
+            sub_own, sub_nested, index = _walk_item(tokens, index)
+            if sub_own:
+                sub_own[0] = "- " + sub_own[0]
+            nested += sub_own + sub_nested
             continue
         if token.type in ("inline", "html_block"):
-            parts.append(token.content)
+            own.append(token.content)
         index += 1
-    if parts and tokens[start + 1].type != "paragraph_open":
-        return []  # the item opens with something other than a paragraph: no checkbox
-    return parts
+    return own, nested, index
 
 
 def _skip_block(tokens: Sequence[Token], start: int) -> int:
@@ -268,18 +431,244 @@ def _skip_block(tokens: Sequence[Token], start: int) -> int:
     return len(tokens)
 
 
-def _step(own: list[str], box: re.Match[str], phase: str, ordinal: int, line: int) -> Step:
-    whole = "\n".join(own)
-    first = own[0][box.end() :]
-    bold = _BOLD_ID.match(first)
-    step_id = bold.group(1).strip() if bold else f"{phase}.{ordinal}"
-    if bold:
-        first = first[bold.end() :]
-    verify_match = _VERIFY_COMMENT.search(whole) or _VERIFY_PLAIN.search(_COMMENT.sub(" ", whole))
-    verify = clip(verify_match.group(1), 10_000) if verify_match else None
-    blocked_match = _BLOCKED_COMMENT.search(whole) or _BLOCKED_PLAIN.search(
-        _COMMENT.sub(" ", whole)
-    )
-    blocked_by = blocked_match.group(1).strip() if blocked_match else None
-    text = _BLOCKED_PLAIN.sub(" ", _VERIFY_PLAIN.sub(" ", _COMMENT.sub(" ", first)))
-    return Step(step_id, MARKS[box.group(1)], clip(text), verify or None, blocked_by, line, phase)
+@dataclass
+class _Markers:
+    verify_comment: str | None = None
+    verify_plain: str | None = None
+    blocked_comment: str | None = None
+    blocked_plain: str | None = None
+
+    def note(self, keyword: str, value: str, comment: bool) -> None:
+        if keyword.casefold() == "verify":
+            if comment and self.verify_comment is None:
+                self.verify_comment = value
+            elif not comment and self.verify_plain is None:
+                self.verify_plain = value
+        else:
+            value = value.split()[0].rstrip(".,;)]") if value.split() else ""
+            if comment and self.blocked_comment is None:
+                self.blocked_comment = value
+            elif not comment and self.blocked_plain is None:
+                self.blocked_plain = value
+
+
+def _draft(
+    own: list[str],
+    nested: list[str],
+    box: re.Match[str],
+    marks: dict[str, str],
+    step_id: str,
+    phase: str,
+    line: int,
+    problems: list[Problem],
+) -> _Draft:
+    markers = _Markers()
+    first = _read(own[0][box.end() :], markers)
+    detail: list[str] = []
+    for part in (*own[1:], *nested):
+        for detail_line in _read(part, markers).split("\n"):
+            if detail_line.strip(" -") and len(detail) < DETAIL_LINES:
+                detail.append(clip(detail_line, DETAIL_LIMIT))
+    state = marks.get(box.group(1))
+    if state is None:
+        problems.append(Problem(line, "warning", f"unknown mark `[{box.group(1)}]` counts as open"))
+        state = "open"
+    flat = _SPACE.sub(" ", first).strip()
+    struck, flat = _unstrike(flat)
+    shown = flat
+    label, tags, flat = _label(flat)
+    struck_after, flat = _unstrike(flat)
+    mark = "open" if state == "in-progress" else state
+    if (struck or struck_after) and mark != "done":
+        mark = "cancelled"
+    verify = markers.verify_comment or markers.verify_plain
+    blocked = markers.blocked_comment
+    if blocked is None:
+        blocked = markers.blocked_plain
+    return _Draft(
+        step_id, mark, _cut(flat), clip(verify, 10_000) if verify else None, blocked, line, phase,
+        state == "in-progress" and mark == "open", tags, tuple(detail), label, shown,
+    )  # fmt: skip
+
+
+def _unstrike(text: str) -> tuple[bool, str]:
+    """(True, inner text) when the whole text is struck through."""
+    if len(text) > 4 and text.startswith("~~") and text.endswith("~~") and "~~" not in text[2:-2]:
+        return True, text[2:-2].strip()
+    return False, text
+
+
+def _label(text: str) -> tuple[str, tuple[str, ...], str]:
+    """An author's id at the start of the text, the tags after it, and the rest."""
+    found = _LABEL.match(text)
+    if found is None:
+        return "", (), text
+    label, bold, sep = found.group("label", "bold", "sep")
+    plain_number = label[-1].isdigit() and label.lstrip("-").replace(".", "").isdigit()
+    if not bold and (
+        (_WORDED.match(label) and sep != ":") or (plain_number and "." not in label and not sep)
+    ):
+        return "", (), text  # `2 eggs`, `Step 3 of the plan`: prose, not an id
+    rest = text[found.end() :]
+    tags_found = _TAGS.match(rest)
+    tags: tuple[str, ...] = ()
+    if tags_found:
+        tags = tuple(tag + "]" for tag in tags_found.group().replace(" ", "").split("]")[:-1])
+        rest = rest[tags_found.end() :]
+    return _SPACE.sub(" ", label), tags, rest.lstrip(":. ")
+
+
+def _settle_labels(drafts: list[_Draft], problems: list[Problem]) -> list[Step]:
+    """Keep each label that names exactly one step and never hides another step's id."""
+    # `Step N` that restarts in each phase is qualified by its phase, all of them alike.
+    worded = Counter(d.label.casefold() for d in drafts if _WORDED.match(d.label))
+    if any(n > 1 for n in worded.values()):
+        for d in drafts:
+            if _WORDED.match(d.label):
+                d.label = f"Phase {d.phase} {d.label}"
+    holders: dict[str, list[int]] = {}
+    for index, draft in enumerate(drafts):
+        if draft.label:
+            holders.setdefault(draft.label.casefold(), []).append(index)
+    for shared in (h for h in holders.values() if len(h) > 1):
+        where = ", ".join(str(drafts[i].line) for i in shared[:8])
+        ids = ", ".join(f"`{drafts[i].id}`" for i in shared[:8])
+        message = (
+            f"label `{drafts[shared[0]].label}` names {len(shared)} steps (lines {where}); "
+            f"they go by their ids {ids}"
+        )
+        problems.append(Problem(drafts[shared[0]].line, "warning", message))
+    usable = {key: h[0] for key, h in holders.items() if len(h) == 1}
+    by_id = {d.id.casefold(): index for index, d in enumerate(drafts)}
+    # A label that is another step's id hides that id: keep it only while that step has a
+    # label of its own to be named by. Dropping one label can expose the next.
+    pending = list(usable)
+    while pending:
+        key = pending.pop()
+        owner, other = usable.get(key), by_id.get(key)
+        if owner is None or other is None or other == owner:
+            continue
+        if drafts[other].label.casefold() in usable:
+            continue
+        del usable[key]
+        message = (
+            f"label `{drafts[owner].label}` is also the id of the step on line "
+            f"{drafts[other].line}; this step goes by its id `{drafts[owner].id}`"
+        )
+        problems.append(Problem(drafts[owner].line, "warning", message))
+        pending.append(drafts[owner].id.casefold())
+    named = set(usable.values())
+    return [d.build(d.label if i in named else "") for i, d in enumerate(drafts)]
+
+
+def _segments(text: str) -> list[tuple[str, int, int]]:
+    """`text` cut into ("text" | "code" | "comment", start, end) runs, in one pass.
+
+    A code span closes at the next backtick run of the same length (CommonMark); a
+    comment at the next `-->`. Whichever opens first wins. An opener with no closer is
+    text, and so is every later opener of its kind when no closer is left at all.
+    """
+    if "`" not in text and "<!--" not in text:
+        return [("text", 0, len(text))] if text else []
+    runs = [(m.start(), m.end()) for m in _TICKS.finditer(text)] if "`" in text else []
+    partner = [-1] * len(runs)
+    later: dict[int, int] = {}
+    for index in range(len(runs) - 1, -1, -1):
+        width = runs[index][1] - runs[index][0]
+        partner[index] = later.get(width, -1)
+        later[width] = index
+    out: list[tuple[str, int, int]] = []
+    size = len(text)
+    pos = text_start = run = 0
+    comment = -1
+    comments_left = True
+    while True:
+        while run < len(runs) and runs[run][0] < pos:
+            run += 1
+        tick = runs[run][0] if run < len(runs) else size
+        if comments_left and comment < pos:
+            comment = text.find("<!--", pos)
+            comments_left = comment >= 0
+        opens = comment if comments_left else size
+        if tick == size and opens == size:
+            break
+        if opens < tick:
+            close = text.find("-->", opens + 4)
+            if close < 0:
+                comments_left = False
+                continue
+            kind, start, pos = "comment", opens, close + 3
+        else:
+            if partner[run] < 0:
+                pos = runs[run][1]
+                continue
+            kind, start, pos = "code", tick, runs[partner[run]][1]
+        if start > text_start:
+            out.append(("text", text_start, start))
+        out.append((kind, start, pos))
+        text_start = pos
+    if text_start < size:
+        out.append(("text", text_start, size))
+    return out
+
+
+def _read(text: str, markers: _Markers) -> str:
+    """The text with comments and markers taken out; the markers go into `markers`.
+
+    A marker is `verify:` or `blocked-by:` (any case, `blocked by` too) in the text, a
+    comment opening with one, or a code span holding only the keyword; a code span that
+    merely mentions one is text.
+    """
+    segments = _segments(text)
+    kept: list[str] = []
+    index = pos = 0  # pos: the text before it is kept or taken
+    while index < len(segments):
+        kind, start, end = segments[index]
+        start = max(start, pos)
+        if start >= end:
+            index += 1
+            continue
+        if kind == "text" and (found := _KEYWORD.search(text, start, end)) is not None:
+            kept.append(text[start : found.start()])
+            value, pos = _value(text, segments, index, found.end())
+            markers.note(found.group(1), value, comment=False)
+            continue
+        pos = end
+        index += 1
+        if kind == "comment":
+            inner = text[start + 4 : end - 3].strip()
+            lead = _KEYWORD_LEAD.match(inner)
+            if lead:
+                markers.note(lead.group(1), inner[lead.end() :].strip(), comment=True)
+            kept.append(" ")
+        elif kind == "code" and (keyword := _KEYWORD_ONLY.fullmatch(_code(text, start, end))):
+            value, pos = _value(text, segments, index, end)
+            markers.note(keyword.group(1), value, comment=False)
+        else:
+            kept.append(text[start:end])
+    return "".join(kept)
+
+
+def _code(text: str, start: int, end: int) -> str:
+    width = 0
+    while text[start + width] == "`":
+        width += 1
+    return text[start + width : end - width]
+
+
+def _value(
+    text: str, segments: list[tuple[str, int, int]], index: int, pos: int
+) -> tuple[str, int]:
+    """A marker's value from `pos`, and where it ends: the rest of its line when that holds
+    anything, else a code span right after it on the same line."""
+    if index < len(segments) and segments[index][0] == "text":
+        end = segments[index][2]
+        stop = text.find("\n", pos, end)
+        if stop >= 0 or text[pos:end].strip():
+            stop = end if stop < 0 else stop
+            return text[pos:stop].strip(), stop
+        index, pos = index + 1, end
+    if index < len(segments) and segments[index][0] == "code":
+        _, start, end = segments[index]
+        return _code(text, start, end).strip(), end
+    return "", pos

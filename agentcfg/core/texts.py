@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentcfg.core.roadmap import Step, clip
+from agentcfg.core.roadmap import DETAIL_LINES, Step, clip
 
 
 def plural(n: int, word: str) -> str:
@@ -18,23 +18,36 @@ def continuation(
         f" — iteration {iteration}/{cap}."
     ]
     if step is not None:
-        lines.append(f"Next step: **{step.id}** {clip(step.text)}".rstrip())
+        lead = "Resume step" if step.started else "Next step"
+        tags = "".join(f" {tag}" for tag in step.tags)
+        lines.append(f"{lead}: **{step.name}**{tags} {clip(step.text)}".rstrip())
+        lines[-1] += f"   (roadmaps/{slug}.md:{step.line})"
+        lines += (f"  {line}" for line in step.detail[:DETAIL_LINES])
     if step is not None and step.verify:
         lines.append(f"  verify: {step.verify}")
     lines.append(
         "Do this step now, and end the turn once it is closed. "
         "Hand back instead only for a decision the roadmap reserves for a person."
     )
-    target = step.id if step is not None else "<step>"
+    command = close_command(slug, step) if step else f"agentcfg roadmap done {slug} <step>"
     lines.append(
-        f"Close the step with `agentcfg roadmap done {slug} {target}`: "
+        f"Close the step with `{command}`: "
         + (
             "it runs the verify line and marks the box only when it passes."
             if step is not None and step.verify
-            else "this step has no verify line, so add `--no-verify`."
+            else "this step has no verify line, so nothing runs before its box is ticked."
         )
     )
     return "\n".join(lines)
+
+
+def close_command(slug: str, step: Step) -> str:
+    """`agentcfg roadmap done` for this step, runnable in `sh` exactly as printed."""
+    import shlex
+
+    options = [] if step.verify else ["--no-verify"]
+    name = [step.name] if not step.name.startswith("-") else ["--", step.name]
+    return shlex.join(["agentcfg", "roadmap", "done", *options, slug, *name])
 
 
 REFUSALS = {

@@ -29,7 +29,8 @@ def test_status_json_shape(ws: Path) -> None:
         1,
     )
     assert data["next"]["id"] == "1.2"
-    assert set(data["next"]) == {"id", "text", "verify", "line"}
+    assert set(data["next"]) == {"id", "label", "text", "verify", "line", "in_progress"}
+    assert data["next"]["label"] == "1.2"
     assert [p["id"] for p in data["phases"]] == ["1", "2"]
 
 
@@ -56,10 +57,22 @@ def test_list_text_and_json(ws: Path, snapshot: SnapshotAssertion) -> None:
     assert rows[2]["mode"] == "interactive"
 
 
-def test_lint_warnings_exit_zero(ws: Path, snapshot: SnapshotAssertion) -> None:
+def test_the_demo_roadmap_lints_clean(ws: Path) -> None:
     result = run_cli("roadmap", "lint", "demo")
+    assert (result.exit_code, result.output) == (0, "0 warnings, 0 errors\n")
+
+
+def test_lint_warnings_and_notes_exit_zero(ws: Path, snapshot: SnapshotAssertion) -> None:
+    write_roadmap(
+        ws, "loose",
+        "- [ ] before the phases\n## Phase 1\n- [?] **1.1** odd mark <!-- verify: true -->\n"
+        "- [ ] **1.1** again\n## Risks\n- [ ] r1\n- [ ] r2\n## Acceptance criteria\n- [ ] a\n",
+    )  # fmt: skip
+    result = run_cli("roadmap", "lint", "loose")
     assert result.exit_code == 0
     assert result.output == snapshot
+    rows = json.loads(run_cli("roadmap", "lint", "loose", "--json").output)
+    assert [row["level"] for row in rows] == ["note", "warning", "warning", "warning", "note"]
 
 
 def test_lint_errors_exit_one(ws: Path, snapshot: SnapshotAssertion) -> None:

@@ -71,7 +71,7 @@ def test_a_timeout_fails_and_ends_the_command(road: Path) -> None:
         ("1.4", "step 1.4 is blocked-by x"),
         ("1.5", "step 1.5 is deferred, not open"),
         ("1.6", "step 1.6 is done, not open"),
-        ("9.9", "no step `9.9`: give a step id or the start of its text"),
+        ("9.9", "no step `9.9`: give a step id or label, or the start of its text"),
         ("Parse the", "`Parse the` matches 2 steps (1.7, 1.8); give more of the text or the id"),
     ],
 )

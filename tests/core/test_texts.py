@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from agentcfg.core.roadmap import Step
-from agentcfg.core.texts import REFUSALS, continuation, refusal
+from agentcfg.core.roadmap import Step, parse_roadmap
+from agentcfg.core.texts import REFUSALS, close_command, continuation, refusal
 
 
 def step(verify: str | None = "pytest -k phases", text: str = "Scope checkboxes to phases") -> Step:
@@ -30,8 +30,43 @@ def test_one_open_step(snapshot: SnapshotAssertion) -> None:
 def test_long_step_text_is_cut_at_240(snapshot: SnapshotAssertion) -> None:
     text = continuation("demo", 2, 0, step(text="very long step " * 40), 3, 25)
     named = text.splitlines()[1].removeprefix("Next step: **1.2** ")
+    named = named.removesuffix("   (roadmaps/demo.md:14)")
     assert len(named) == 240 and named.endswith("...")
     assert text == snapshot
+
+
+def test_a_labelled_started_step_with_tags_and_detail(snapshot: SnapshotAssertion) -> None:
+    roadmap = parse_roadmap(
+        "## Phase 3: Story\n- [x] T006 done\n- [/] T007 [P] [US1] Merge two bookmark sets\n"
+        "  - keep the newest title\n  - _Requirements: 2.1, 2.3_\n"
+        "  - Verify: `pytest tests/test_merge.py`\n"
+        "  - one\n  - two\n  - three\n  - four, not shown\n"
+    )
+    text = continuation("bookmarks", 2, 0, roadmap.steps[1], 4, 25)
+    assert "Resume step: **T007** [P] [US1] Merge two bookmark sets" in text
+    assert "(roadmaps/bookmarks.md:3)" in text
+    assert "four" not in text
+    assert text == snapshot
+
+
+def test_a_step_without_verify_gets_a_runnable_no_verify_command() -> None:
+    text = continuation("demo", 1, 0, step(verify=None), 1, 25)
+    assert "`agentcfg roadmap done --no-verify demo 1.2`" in text
+
+
+@pytest.mark.parametrize(
+    ("label", "step_id", "command"),
+    [
+        ("", "1.2", "agentcfg roadmap done demo 1.2"),
+        ("T001", "1.1", "agentcfg roadmap done demo T001"),
+        ("Phase 0 Step 3", "0.3", "agentcfg roadmap done demo 'Phase 0 Step 3'"),
+        ("", "-1.1", "agentcfg roadmap done demo -- -1.1"),
+        ("Phase -1 Step 1", "-1.1", "agentcfg roadmap done demo 'Phase -1 Step 1'"),
+    ],
+)
+def test_close_commands_are_quoted_for_the_shell(label: str, step_id: str, command: str) -> None:
+    named = Step(step_id, "open", "a", "true", None, 3, step_id.rsplit(".", 1)[0], label=label)
+    assert close_command("demo", named) == command
 
 
 QUOTES = {
