@@ -99,3 +99,18 @@ def test_obsidian_marks() -> None:
     ]
     assert [(p.line, p.level) for p in lint(roadmap)] == [(6, "warning")]
     assert scan(roadmap).next == roadmap.steps[0]
+
+
+def test_the_readme_samples_read_as_it_says() -> None:
+    readme = (FORMATS.parent.parent.parent / "README.md").read_text()
+    section = readme.split("\n## Formats\n", 1)[1].split("\n## Development\n", 1)[0]
+    samples = [block.split("```")[0] for block in section.split("```markdown\n")[1:]]
+    names = [[s.name for s in parse_roadmap(sample).steps] for sample in samples]
+    assert names == [
+        ["Step 1", "Step 2"],
+        ["T006", "T007"],
+        ["2.1"],
+        ["1.1", "1.2"],
+        ["1.1", "1.2", "1.3"],
+    ]
+    assert all(len(sample.splitlines()) == 3 for sample in samples)
