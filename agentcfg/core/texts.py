@@ -43,11 +43,15 @@ def continuation(
 
 def close_command(slug: str, step: Step) -> str:
     """`agentcfg roadmap done` for this step, runnable in `sh` exactly as printed."""
+    return _command("done", slug, step.name, *([] if step.verify else ["--no-verify"]))
+
+
+def _command(verb: str, slug: str, step: str, *options: str) -> str:
+    """An `agentcfg roadmap` command line for `sh`: quoted where needed, `--` before a dash."""
     import shlex
 
-    options = [] if step.verify else ["--no-verify"]
-    name = [step.name] if not step.name.startswith("-") else ["--", step.name]
-    return shlex.join(["agentcfg", "roadmap", "done", *options, slug, *name])
+    guard = ["--"] if step.startswith("-") else []
+    return shlex.join(["agentcfg", "roadmap", verb, *options, slug, *guard, step])
 
 
 REFUSALS = {
@@ -67,7 +71,7 @@ REFUSALS = {
     ),
     "unproven-step": (
         "turn-end-gate: step **{step}** of roadmap `{slug}` was marked done this turn, but its "
-        "verify line has not passed since. Run `agentcfg roadmap verify {slug} {step}` (or "
+        "verify line has not passed since. Run `{verify}` (or "
         "`{command}`) and keep the box only if it passes."
     ),
 }
@@ -75,7 +79,10 @@ REFUSALS = {
 
 def refusal(detector: str, quote: str, slug: str = "", step: str = "", command: str = "") -> str:
     short = clip(quote, 120).replace("\n", " ")
-    return REFUSALS[detector].format(quote=f'"{short}"', slug=slug, step=step, command=command)
+    verify = _command("verify", slug, step)
+    return REFUSALS[detector].format(
+        quote=f'"{short}"', slug=slug, step=step, command=command, verify=verify
+    )
 
 
 def stopped(slug: str, by: str) -> str:

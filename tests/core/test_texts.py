@@ -83,3 +83,9 @@ def test_refusal_texts(detector: str, snapshot: SnapshotAssertion) -> None:
     assert text.startswith("turn-end-gate: ")
     assert "\n" not in text  # one short paragraph
     assert text == snapshot
+
+
+def test_the_unproven_step_refusal_quotes_the_step_for_the_shell() -> None:
+    text = refusal("unproven-step", "", slug="demo", step="Phase 0 Step 1", command="make x")
+    assert "Run `agentcfg roadmap verify demo 'Phase 0 Step 1'` (or `make x`)" in text
+    assert "verify demo -- -1.2`" in refusal("unproven-step", "", slug="demo", step="-1.2")

@@ -55,7 +55,7 @@ class TurnEndGate:
             detector,
             quote,
             slug=slug,
-            step=step.id if step else "",
+            step=step.name if step else "",
             command=(step.verify or "") if step else "",
         )
         return Verdict("block", text, self.name)
