@@ -338,7 +338,7 @@ def _parse_body(
             continue
         phase = stack[-1][1] if phased else phases[0].id
         ordinals[phase] = ordinals.get(phase, 0) + 1
-        own, nested = _item_parts(tokens, index)
+        own, nested, _ = _item_parts(tokens, index)
         drafts.append(
             _draft(own, nested, box, marks, f"{phase}.{ordinals[phase]}", phase, line, problems)
         )
@@ -392,13 +392,9 @@ def _box(tokens: Sequence[Token], index: int) -> re.Match[str] | None:
     return _CHECKBOX.match(tokens[index + 2].content)
 
 
-def _item_parts(tokens: Sequence[Token], start: int) -> tuple[list[str], list[str]]:
-    """One item's own text blocks, and those of its nested items that are not steps."""
-    own, nested, _ = _walk_item(tokens, start)
-    return own, nested
-
-
-def _walk_item(tokens: Sequence[Token], start: int) -> tuple[list[str], list[str], int]:
+def _item_parts(tokens: Sequence[Token], start: int) -> tuple[list[str], list[str], int]:
+    """One item's own text blocks, those of its nested items that are not steps (each
+    nested item's first line marked `- `), and the index after the item."""
     item_level = tokens[start].level
     own: list[str] = []
     nested: list[str] = []
@@ -411,7 +407,7 @@ def _walk_item(tokens: Sequence[Token], start: int) -> tuple[list[str], list[str
             if _box(tokens, index) is not None:  # a step of its own
                 index = _skip_block(tokens, index)
                 continue
-            sub_own, sub_nested, index = _walk_item(tokens, index)
+            sub_own, sub_nested, index = _item_parts(tokens, index)
             if sub_own:
                 sub_own[0] = "- " + sub_own[0]
             nested += sub_own + sub_nested
@@ -445,7 +441,7 @@ class _Markers:
             elif not comment and self.verify_plain is None:
                 self.verify_plain = value
         else:
-            value = value.split()[0].rstrip(".,;)]") if value.split() else ""
+            value = next(iter(value.split()), "").rstrip(".,;)]")  # the first word is the id
             if comment and self.blocked_comment is None:
                 self.blocked_comment = value
             elif not comment and self.blocked_plain is None:

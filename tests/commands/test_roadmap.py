@@ -46,6 +46,17 @@ def test_next_when_complete_and_when_only_blocked(ws: Path, snapshot: SnapshotAs
     assert json.loads(run_cli("roadmap", "next", "done", "--json").output) is None
 
 
+def test_next_names_a_step_by_its_label(ws: Path) -> None:
+    write_roadmap(ws, "tasks", "## Phase 1: Setup\n- [x] T001 a\n- [/] T002 [P] b\n", mode=None)
+    data = json.loads(run_cli("roadmap", "next", "tasks", "--json").output)
+    assert data == {
+        "id": "1.2", "label": "T002", "text": "b", "verify": None, "line": 3, "in_progress": True
+    }  # fmt: skip
+    assert run_cli("roadmap", "next", "tasks").output.startswith(
+        "Next step of `tasks` (line 3): **T002** b\n"
+    )
+
+
 def test_list_text_and_json(ws: Path, snapshot: SnapshotAssertion) -> None:
     write_roadmap(ws, "plain", "- [ ] a\n- [x] b\n", mode=None)
     (ws / "roadmaps" / "binary.md").write_bytes(b"\x00\x01")
