@@ -60,7 +60,7 @@ class HookContext:
                 self.now,
                 bind=controls.claim,
             )
-        except AgentcfgError as exc:  # a peer took the roadmap meanwhile; the lock was held
+        except AgentcfgError as exc:  # a peer claimed the roadmap, or a person stopped it
             self.problem = str(exc)
             return None
 
