@@ -32,14 +32,23 @@ coverage: install
 	$(VENV)/bin/coverage report
 
 E2E_CACHE := .e2e-cache
-CLAUDE_CODE_VERSION := 2.1.197
+# each host pinned, in a folder of its own: package@version, then the binary it puts on .bin
+E2E_HOSTS := claude-2.1.328:@anthropic-ai/claude-code@2.1.328:claude \
+	claude-2.1.197:@anthropic-ai/claude-code@2.1.197:claude \
+	gemini-0.61.0:@google/gemini-cli@0.61.0:gemini \
+	codex-0.169.0:@openai/codex@0.169.0:codex
+field = $(word $(2),$(subst :, ,$(1)))
+E2E_BINS := $(foreach h,$(E2E_HOSTS),$(E2E_CACHE)/$(call field,$(h),1)/node_modules/.bin/$(call field,$(h),3))
 
-$(E2E_CACHE)/node_modules/.bin/claude:
-	mkdir -p $(E2E_CACHE)
-	npm install --silent --no-audit --no-fund --prefix $(E2E_CACHE) @anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION)
+define e2e_host
+$(E2E_CACHE)/$(call field,$(1),1)/node_modules/.bin/$(call field,$(1),3):
+	mkdir -p $(E2E_CACHE)/$(call field,$(1),1)
+	npm install --silent --no-audit --no-fund --prefix $(E2E_CACHE)/$(call field,$(1),1) $(call field,$(1),2)
+endef
+$(foreach h,$(E2E_HOSTS),$(eval $(call e2e_host,$(h))))
 
-e2e: install $(E2E_CACHE)/node_modules/.bin/claude
-	$(VENV)/bin/pytest -o addopts=-q tests/e2e
+e2e: install $(E2E_BINS)
+	$(VENV)/bin/pytest -o addopts=-q --durations=0 tests/e2e
 
 demo: install
 	$(PY) -m tests.demo

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,22 +19,35 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
     from typing import Any
 
 PEER_WINDOW = 4 * 3600.0
+PENDING_WINDOW = 3600.0  # a pending claim no turn end has adopted within an hour is dropped
+TOKEN_PREFIX = "agentcfg-claim-"
+# The hosts' own variables first: each names the session the agent's shell runs in, so it wins
+# over an AGENTCFG_SESSION_ID left behind in the environment.
 SESSION_ENV = (
-    "AGENTCFG_SESSION_ID",
     "CLAUDE_CODE_SESSION_ID",
     "CODEX_SESSION_ID",
+    "CODEX_THREAD_ID",
     "GEMINI_SESSION_ID",
+    "AGENTCFG_SESSION_ID",
 )
+
+
+def find_session(explicit: str | None, env: Mapping[str, str]) -> str | None:
+    """--session, else the first session variable set, else None."""
+    for candidate in (explicit, *(env.get(name) for name in SESSION_ENV)):
+        if candidate:
+            return candidate
+    return None
 
 
 def resolve_session(explicit: str | None, env: Mapping[str, str]) -> str:
     """--session, else the first session variable set; ClaimError when there is none."""
-    for candidate in (explicit, *(env.get(name) for name in SESSION_ENV)):
-        if candidate:
-            return candidate
-    raise ClaimError(
-        "no session id: pass --session or set one of " + ", ".join(f"${n}" for n in SESSION_ENV)
-    )
+    found = find_session(explicit, env)
+    if found is None:
+        raise ClaimError(
+            "no session id: pass --session or set one of " + ", ".join(f"${n}" for n in SESSION_ENV)
+        )
+    return found
 
 
 @dataclass(frozen=True)
@@ -130,23 +144,14 @@ def claim(
     force: bool = False,
     max_iterations: int | None = None,
     wall_clock: float | None = None,
+    token: str | None = None,
 ) -> ClaimResult:
     """Bind a session to a roadmap and start a fresh run; refuse a peer's live claim."""
     slug = normalise_slug(slug)
     ws.roadmap_path(slug)  # the roadmap must exist
     new = Claim(slug, session_id, now, max_iterations, wall_clock)
     with state.locked(claims_dir(ws) / ".lock"):
-        peers = [
-            c
-            for c in all_claims(ws)
-            if c.slug == slug and c.session_id != session_id and now - c.claimed_at < PEER_WINDOW
-        ]
-        if peers and not force:
-            age = format_duration(now - peers[0].claimed_at)
-            raise ClaimError(
-                f"roadmap `{slug}` is claimed by session {peers[0].session_id} ({age} ago); "
-                "pass --force to take it over"
-            )
+        peers = _live_peers(ws, slug, session_id, now, force)
         replaced = read_claim(ws, new.key)
         for peer in peers:
             _drop(ws, peer)
@@ -164,9 +169,28 @@ def claim(
         iterations=0,
         max_iterations=max_iterations,
         wall_clock=wall_clock,
+        **({"token": token} if token else {}),
     )
     state.append_ledger(ws.state, claimed)
     return ClaimResult(new, replaced, tuple(peers))
+
+
+def _live_peers(
+    ws: Workspace, slug: str, session_id: str | None, now: float, force: bool
+) -> list[Claim]:
+    """Other sessions' live claims on `slug`; ClaimError when there are some and no `force`."""
+    peers = [
+        c
+        for c in all_claims(ws)
+        if c.slug == slug and c.session_id != session_id and now - c.claimed_at < PEER_WINDOW
+    ]
+    if peers and not force:
+        age = format_duration(now - peers[0].claimed_at)
+        raise ClaimError(
+            f"roadmap `{slug}` is claimed by session {peers[0].session_id} ({age} ago); "
+            "pass --force to take it over"
+        )
+    return peers
 
 
 def release(ws: Workspace, session_id: str) -> Claim | None:
@@ -184,6 +208,114 @@ def release(ws: Workspace, session_id: str) -> Claim | None:
 def _drop(ws: Workspace, claim: Claim) -> None:
     state.remove(claim_path(ws, claim.key))
     state.remove(run_path(ws, claim.key, claim.slug))
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A claim made where no session id is visible: the turn end that shows its token adopts it."""
+
+    token: str
+    slug: str
+    claimed_at: float
+    force: bool = False
+    max_iterations: int | None = None
+    wall_clock: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "token": self.token,
+            "slug": self.slug,
+            "claimed_at": iso(self.claimed_at),
+            "force": self.force,
+            "max_iterations": self.max_iterations,
+            "wall_clock": self.wall_clock,
+        }
+
+
+def pending_dir(ws: Workspace) -> Path:
+    return ws.state / "pending"
+
+
+def claim_pending(
+    ws: Workspace,
+    slug: str,
+    *,
+    now: float,
+    force: bool = False,
+    max_iterations: int | None = None,
+    wall_clock: float | None = None,
+) -> Pending:
+    """Record a claim for the session whose next turn end shows the printed token."""
+    import secrets  # loads hashlib, which the stop hook's lean path does without
+
+    slug = normalise_slug(slug)
+    ws.roadmap_path(slug)
+    _live_peers(ws, slug, None, now, force)
+    made = Pending(
+        TOKEN_PREFIX + secrets.token_hex(8), slug, now, force, max_iterations, wall_clock
+    )
+    state.write_json(pending_dir(ws) / f"{made.token}.json", made.to_json())
+    return made
+
+
+def _pending_from_json(data: dict[str, Any]) -> Pending | None:
+    token, slug, at = data.get("token"), data.get("slug"), parse_iso(data.get("claimed_at"))
+    max_iterations, wall_clock = data.get("max_iterations"), data.get("wall_clock")
+    if not (isinstance(token, str) and token.startswith(TOKEN_PREFIX) and isinstance(slug, str)):
+        return None
+    if at is None or (max_iterations is not None and type(max_iterations) is not int):
+        return None
+    if wall_clock is not None and not isinstance(wall_clock, (int, float)):
+        return None
+    return Pending(token, slug, at, data.get("force") is True, max_iterations, wall_clock)
+
+
+def adopt(
+    ws: Workspace,
+    session_id: str,
+    shown: Callable[[str], bool],
+    now: float,
+    bind: Callable[..., ClaimResult] | None = None,
+) -> Claim | None:
+    """Bind the latest pending claim whose token `shown` finds to this session; None if none.
+
+    Only the session that ran the claim command has its token in its own transcript, so no
+    other session can take the claim; each token is adopted once. Expired ones are dropped.
+    `bind` makes the claim (`claims.claim` by default; the hook passes the one that respects a
+    person's stop).
+    """
+    folder = pending_dir(ws)
+    try:
+        names = sorted(n for n in os.listdir(folder) if n.endswith(".json"))
+    except OSError:
+        return None
+    mine: list[Pending] = []
+    with state.locked(folder / ".lock"):
+        for name in names:
+            path = folder / name
+            data = state.read_json(path)
+            found = _pending_from_json(data) if data is not None else None
+            if found is None or f"{found.token}.json" != name:
+                continue
+            if not 0 <= now - found.claimed_at < PENDING_WINDOW:
+                state.remove(path)
+            elif shown(found.token):
+                state.remove(path)
+                mine.append(found)
+    if not mine:
+        return None
+    latest = max(mine, key=lambda p: p.claimed_at)
+    made = (bind or claim)(
+        ws,
+        session_id,
+        latest.slug,
+        now=now,
+        force=latest.force,
+        max_iterations=latest.max_iterations,
+        wall_clock=latest.wall_clock,
+        token=latest.token,
+    )
+    return made.claim
 
 
 def read_run(ws: Workspace, claim: Claim) -> RunState | None:

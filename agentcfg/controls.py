@@ -4,7 +4,8 @@ the model, holds until `resume`, and refuses new claims on the roadmap meanwhile
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -136,6 +137,19 @@ def tell(ws: Workspace, found: Stop, key: str) -> bool:
 
 def claim(ws: Workspace, session_id: str, slug: str, **options: Any) -> claims.ClaimResult:
     """`claims.claim`, refused (even with force) while a person has stopped the roadmap."""
+    with _unstopped(ws, slug):
+        return claims.claim(ws, session_id, slug, **options)
+
+
+def claim_pending(ws: Workspace, slug: str, **options: Any) -> claims.Pending:
+    """`claims.claim_pending`, refused the same way."""
+    with _unstopped(ws, slug):
+        return claims.claim_pending(ws, slug, **options)
+
+
+@contextlib.contextmanager
+def _unstopped(ws: Workspace, slug: str) -> Iterator[None]:
+    """Hold the roadmap's stop lock; ClaimError when a person has stopped it."""
     name = canonical(ws, slug)
     with state.locked(_lock(ws, name)):
         found = _read(ws, name)
@@ -145,4 +159,4 @@ def claim(ws: Workspace, session_id: str, slug: str, **options: Any) -> claims.C
                 f"cannot be claimed until a person runs `agentcfg resume {name}`. "
                 "Hand back to the person now."
             )
-        return claims.claim(ws, session_id, slug, **options)
+        yield

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import stat
 from collections.abc import Mapping
 from pathlib import Path
@@ -73,7 +74,7 @@ def _wiring(subject: str, path: Path, commands: list[str], options: str) -> list
             reinstall,
         ))  # fmt: skip
     program = _program(commands[0])
-    if program is None or not os.access(program, os.X_OK):
+    if program is None or shutil.which(program) is None:
         found.append(
             Finding("error", subject, f"the hook command does not run: {commands[0]}", reinstall)
         )

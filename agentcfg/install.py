@@ -1,8 +1,8 @@
 """Wiring the stop hook into a host's own config file: merge in, take out, read.
 
 What the file looks like is the host module's business (`Host.install`, `uninstall`,
-`registered`); this module reads, renders and writes it atomically. Every other key and hook
-of the file stays where it was.
+`registered`, `trust`); this module reads, renders and writes it atomically. Every other key
+and hook of the file stays where it was.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 
 from agentcfg import state
 from agentcfg.errors import InstallError
-from agentcfg.hosts.base import HostFileError
+from agentcfg.hosts.base import Finding, HostFileError
 from agentcfg.hosts.registry import adapter
 
 
@@ -70,6 +70,44 @@ class Change:
     action: str  # "created" | "updated" | "unchanged" | "removed" | "absent"
     before: bytes | None
     after: bytes | None
+    what: str = "the stop hook"
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """What `hooks install|uninstall` changed, and what the host still needs to run the hook."""
+
+    changes: tuple[Change, ...]
+    missing: tuple[Finding, ...]
+
+
+def wire(
+    host: str,
+    scope: str,
+    root: Path,
+    home: Path,
+    env: Mapping[str, str],
+    *,
+    remove: bool = False,
+    trust: bool = False,
+    dry_run: bool = False,
+) -> Wiring:
+    """Install (or remove) the stop hook; with `trust`, also the trust the host needs for it.
+
+    Removing always takes out the trust an install wrote.
+    """
+    path = config_path(host, scope, root, home, env)
+    change = apply(path, host, None if remove else hook_command(host), dry_run)
+    changes = [change]
+    if remove or trust:
+        text = change.before if remove else change.after
+        edit = apply_trust(
+            host, json.loads(text or b"{}"), path, root, home, env, not remove, dry_run
+        )
+        if edit is not None and (trust or edit.action != "absent"):
+            changes.append(edit)
+    missing = [] if remove or dry_run else adapter(host).checks(path, root, home, env)
+    return Wiring(tuple(changes), tuple(f for f in missing if f.level != "ok"))
 
 
 def apply(path: Path, host: str, command: str | None, dry_run: bool) -> Change:
@@ -99,8 +137,39 @@ def apply(path: Path, host: str, command: str | None, dry_run: bool) -> Change:
     return Change(path, "created" if document is None else "updated", before, after)
 
 
-def _mode(path: Path) -> int:
+def apply_trust(
+    host: str,
+    document: dict[str, Any],
+    path: Path,
+    root: Path,
+    home: Path,
+    env: Mapping[str, str],
+    grant: bool,
+    dry_run: bool,
+) -> Change | None:
+    """Write (or take out) the trust the host keeps for our hook; None for a host with none."""
+    try:
+        edit = adapter(host).trust(document, path, root, home, env, grant)
+    except HostFileError as exc:
+        raise InstallError(f"{exc}; it was left as it is") from None
+    if edit is None:
+        return None
+    what = f"{adapter(host).TITLE}'s trust in the stop hook"
+    before = edit.before.encode() if edit.before is not None else None
+    after = edit.after.encode()
+    if before == after or (before is None and not after):
+        return Change(edit.path, "unchanged" if before else "absent", before, before, what)
+    if not after:
+        if not dry_run:
+            edit.path.unlink()
+        return Change(edit.path, "removed", before, None, what)
+    if not dry_run:
+        state.write_bytes(edit.path, after, mode=_mode(edit.path, 0o600), private_dir=False)
+    return Change(edit.path, "created" if before is None else "updated", before, after, what)
+
+
+def _mode(path: Path, default: int = 0o644) -> int:
     try:
         return path.stat().st_mode & 0o7777
     except OSError:
-        return 0o644
+        return default

@@ -35,27 +35,41 @@ UNKNOWN = TurnInfo("", None, None, 0)
 
 def read_turn(path: str | None, tail: int = TAIL) -> TurnInfo:
     """Read the transcript's last `tail` bytes; anything unreadable gives UNKNOWN."""
-    if not path:
+    read = _read_tail(path, tail)
+    if read is None:
         return UNKNOWN
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except (OSError, ValueError):
-        return UNKNOWN
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return UNKNOWN
-        start = max(0, info.st_size - tail)
-        os.lseek(fd, start, os.SEEK_SET)
-        data = _read_exactly(fd, info.st_size - start)
-    except OSError:
-        return UNKNOWN
-    finally:
-        os.close(fd)
+    data, start, size = read
     lines = data.split(b"\n")
     if start > 0:
         lines = lines[1:]  # the first piece is a partial line
-    return _scan(lines, whole=start == 0, size=info.st_size)
+    return _scan(lines, whole=start == 0, size=size)
+
+
+def read_tail(path: str | None, tail: int = TAIL) -> bytes:
+    """The transcript's last `tail` bytes; b"" when it cannot be read."""
+    read = _read_tail(path, tail)
+    return read[0] if read is not None else b""
+
+
+def _read_tail(path: str | None, tail: int) -> tuple[bytes, int, int] | None:
+    """(the last `tail` bytes, where they start, the file's size); None when unreadable."""
+    if not path:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except (OSError, ValueError):
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        start = max(0, info.st_size - tail)
+        os.lseek(fd, start, os.SEEK_SET)
+        return _read_exactly(fd, info.st_size - start), start, info.st_size
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _read_exactly(fd: int, size: int) -> bytes:

@@ -33,11 +33,19 @@ def hooks() -> None:
 @hooks.command("install")
 @host_option
 @scope_option
+@click.option(
+    "--trust",
+    is_flag=True,
+    help="Also write the trust the host needs before it runs the hook "
+    "(Codex: the project and the hook's hash, in $CODEX_HOME/config.toml).",
+)
 @dry_run_option
-def install_command(host: str, scope: str, dry_run: bool) -> None:
+def install_command(host: str, scope: str, trust: bool, dry_run: bool) -> None:
     """Merge the stop hook into the host's config file (idempotent)."""
-    path = install.config_path(host, scope, workspace().root, Path.home(), os.environ)
-    _report(install.apply(path, host, install.hook_command(host), dry_run), dry_run)
+    wiring = install.wire(
+        host, scope, workspace().root, Path.home(), os.environ, trust=trust, dry_run=dry_run
+    )
+    _report(wiring, dry_run)
 
 
 @hooks.command("uninstall")
@@ -45,18 +53,29 @@ def install_command(host: str, scope: str, dry_run: bool) -> None:
 @scope_option
 @dry_run_option
 def uninstall_command(host: str, scope: str, dry_run: bool) -> None:
-    """Take out exactly what install added."""
-    path = install.config_path(host, scope, workspace().root, Path.home(), os.environ)
-    _report(install.apply(path, host, None, dry_run), dry_run)
+    """Take out exactly what install added, trust included."""
+    wiring = install.wire(
+        host, scope, workspace().root, Path.home(), os.environ, remove=True, dry_run=dry_run
+    )
+    _report(wiring, dry_run)
 
 
-def _report(change: install.Change, dry_run: bool) -> None:
+def _report(wiring: install.Wiring, dry_run: bool) -> None:
+    for change in wiring.changes:
+        _report_change(change, dry_run)
+    for finding in wiring.missing:
+        click.echo(f"{finding.level}: {finding.message}")
+        if finding.fix:
+            click.echo(f"  fix: {finding.fix}")
+
+
+def _report_change(change: install.Change, dry_run: bool) -> None:
     shown = _shown(change.path)
     would = "would be " if dry_run else ""
     messages = {
-        "created": f"{shown} {would}created with the stop hook",
+        "created": f"{shown} {would}created with {change.what}",
         "updated": f"{shown} {would}updated",
-        "removed": f"{shown} {would}removed: it held nothing but the stop hook",
+        "removed": f"{shown} {would}removed: it held nothing but {change.what}",
         "unchanged": f"{shown} unchanged: nothing to do",
         "absent": f"{shown} does not exist: nothing to do",
     }

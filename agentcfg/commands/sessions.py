@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from agentcfg import claims, controls
+from agentcfg import claims, controls, loading
 from agentcfg.commands import duration, emit_json, json_option, now, workspace
 from agentcfg.core.times import format_duration
 
@@ -34,35 +34,50 @@ def claim_command(
     max_iterations: int | None,
     wall_clock: float | None,
 ) -> None:
-    """Bind this session to roadmaps/<SLUG>.md and start a fresh run."""
+    """Bind this session to roadmaps/<SLUG>.md and start a fresh run.
+
+    Where no session id is visible (Gemini CLI's shell tool), the claim waits for the session
+    whose next turn end shows the token it prints.
+    """
     ws = workspace()
-    session_id = claims.resolve_session(session, os.environ)
-    result = controls.claim(
-        ws,
-        session_id,
-        slug,
-        now=now(),
-        force=force,
-        max_iterations=max_iterations,
-        wall_clock=wall_clock,
-    )
-    made = result.claim
-    for peer in result.displaced:
-        click.echo(f"took roadmap `{made.slug}` over from session {peer.session_id}")
-    if result.replaced is not None:
-        click.echo(
-            f"replaced this session's claim on `{result.replaced.slug}`; the run starts afresh"
+    session_id = claims.find_session(session, os.environ)
+    if session_id is None:
+        pending = controls.claim_pending(
+            ws, slug, now=now(), force=force, max_iterations=max_iterations, wall_clock=wall_clock
         )
-    click.echo(f"claimed roadmap `{made.slug}` for session {made.session_id}")
-    budget = [f"max {made.max_iterations} iterations"] if made.max_iterations else []
-    if made.wall_clock:
-        budget.append(f"wall clock {format_duration(made.wall_clock)}")
-    if budget:
-        click.echo("budget: " + ", ".join(budget))
-    row = claims.describe(ws, made, now())
-    if row["mode"] != "autonomous":
+        slug = pending.slug
+        click.echo(f"claimed roadmap `{slug}` for the session that shows {pending.token}")
         click.echo(
-            f"note: roadmap `{made.slug}` is in mode `{row['mode']}`, not `autonomous`: "
+            "no session id is visible here: the next turn end of the session this output "
+            "reaches binds the claim"
+        )
+    else:
+        result = controls.claim(
+            ws,
+            session_id,
+            slug,
+            now=now(),
+            force=force,
+            max_iterations=max_iterations,
+            wall_clock=wall_clock,
+        )
+        slug = result.claim.slug
+        for peer in result.displaced:
+            click.echo(f"took roadmap `{slug}` over from session {peer.session_id}")
+        if result.replaced is not None:
+            click.echo(
+                f"replaced this session's claim on `{result.replaced.slug}`; the run starts afresh"
+            )
+        click.echo(f"claimed roadmap `{slug}` for session {session_id}")
+    caps = [f"max {max_iterations} iterations"] if max_iterations else []
+    if wall_clock:
+        caps.append(f"wall clock {format_duration(wall_clock)}")
+    if caps:
+        click.echo("budget: " + ", ".join(caps))
+    mode = loading.status(slug, loading.load(ws, slug))["mode"]
+    if mode != "autonomous":
+        click.echo(
+            f"note: roadmap `{slug}` is in mode `{mode}`, not `autonomous`: "
             "the stop hook will not continue it."
         )
 

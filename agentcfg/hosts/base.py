@@ -46,6 +46,15 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
             self, path: Path, root: Path, home: Path, env: Mapping[str, str]
         ) -> list[Finding]: ...
         def probe(self, cwd: str) -> Probe: ...
+        def trust(
+            self,
+            document: Mapping[str, Any],
+            path: Path,
+            root: Path,
+            home: Path,
+            env: Mapping[str, str],
+            grant: bool,
+        ) -> TrustEdit | None: ...
 
 
 HOOK_TIMEOUT = 30  # seconds a host waits on the hook; the stop chain itself gives up after 3
@@ -98,6 +107,15 @@ class Probe:
 PROBE_SESSION = "agentcfg-doctor-probe"
 
 
+@dataclass(frozen=True)
+class TrustEdit:
+    """The host's own trust file, as it is and as trusting (or distrusting) our hook makes it."""
+
+    path: Path
+    before: str | None  # None: the file does not exist
+    after: str
+
+
 class HostFileError(Exception):
     """A host's config file has a shape we cannot merge into."""
 
@@ -135,6 +153,17 @@ def json_line(data: Mapping[str, object]) -> str:
     import json
 
     return json.dumps(data, ensure_ascii=False) + "\n"
+
+
+def read_json_file(path: Path) -> dict[str, Any] | None:
+    """A host file's JSON object; None when it is absent, unreadable or not an object."""
+    import json
+
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def is_ours(command: object) -> bool:

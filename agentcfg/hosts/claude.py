@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from agentcfg.hosts.base import Answer, Finding, Probe, StopEvent
+    from agentcfg.hosts.base import Answer, Finding, Probe, StopEvent, TrustEdit
 
 NAME = "claude"
 TITLE = "Claude Code"
@@ -88,7 +88,30 @@ def registered(document: Mapping[str, Any]) -> list[str]:
 
 
 def checks(path: Path, root: Path, home: Path, env: Mapping[str, str]) -> list[Finding]:
-    return []
+    """Claude Code merges the user's, the project's and the local settings: none may switch
+    hooks off, and two different commands of ours would both run at every stop."""
+    from agentcfg.hosts.base import Finding, read_json_file, registered_commands
+
+    files = (
+        config_path("user", root, home, env),
+        config_path("project", root, home, env),
+        root / ".claude" / "settings.local.json",
+    )
+    found, commands = [], set()
+    for settings in files:
+        document = read_json_file(settings) or {}
+        commands.update(registered_commands(document, EVENT))
+        if document.get("disableAllHooks") is True:
+            found.append(Finding(
+                "error", NAME, f"{settings} switches every hook off (disableAllHooks: true)",
+                f"remove `disableAllHooks` from {settings}",
+            ))  # fmt: skip
+    if len(commands) > 1:
+        found.append(Finding(
+            "warning", NAME, f"the merged settings run {len(commands)} different stop hooks of ours",
+            "agentcfg hooks uninstall --host claude --scope user (or the project one)",
+        ))  # fmt: skip
+    return found
 
 
 def probe(cwd: str) -> Probe:
@@ -105,3 +128,14 @@ def probe(cwd: str) -> Probe:
         "background_tasks": [],
     }
     return Probe(payload, Answer(0))  # allowed: exit 0 and nothing on stdout or stderr
+
+
+def trust(
+    document: Mapping[str, Any],
+    path: Path,
+    root: Path,
+    home: Path,
+    env: Mapping[str, str],
+    grant: bool,
+) -> TrustEdit | None:
+    return None  # no trust of its own for agentcfg to write

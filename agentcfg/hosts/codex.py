@@ -1,7 +1,9 @@
 """Codex CLI: `Stop` hooks in `.codex/hooks.json` (or `$CODEX_HOME/hooks.json`).
 
 Its payload carries its own `turn_id`, stable through a continuation loop. It blocks a stop
-on exit 2 and hands stderr to the model.
+on exit 2 and hands stderr to the model. Codex runs a project's hooks only in a trusted
+project, and any hook only once its hash is trusted in `$CODEX_HOME/config.toml`; an
+untrusted hook is skipped without a word, so install and doctor say which trust is missing.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from agentcfg.hosts.base import Answer, Finding, Probe, StopEvent
+    from agentcfg.hosts.base import Answer, Finding, Probe, StopEvent, TrustEdit
 
 NAME = "codex"
 TITLE = "Codex CLI"
@@ -65,12 +67,15 @@ def allow(note: str) -> Answer:
 
 
 def config_path(scope: str, root: Path, home: Path, env: Mapping[str, str]) -> Path:
-    if scope == "project":
-        return root / ".codex" / "hooks.json"
+    return (root if scope == "project" else codex_home(home, env)) / (
+        ".codex/hooks.json" if scope == "project" else "hooks.json"
+    )
+
+
+def codex_home(home: Path, env: Mapping[str, str]) -> Path:
     from pathlib import Path
 
-    codex_home = env.get("CODEX_HOME")
-    return (Path(codex_home) if codex_home else home / ".codex") / "hooks.json"
+    return Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home / ".codex"
 
 
 def install(document: dict[str, Any], command: str) -> dict[str, Any]:
@@ -92,8 +97,183 @@ def registered(document: Mapping[str, Any]) -> list[str]:
     return registered_commands(document, EVENT)
 
 
+# Trust. Codex keys a hook's trust by "<hooks.json>:<event>:<group>:<index>" and hashes the
+# hook's normalised identity: sha256 of the compact, key-sorted JSON of its event name and
+# handler (async false, the command, the timeout in seconds, type "command").
+
+TRUST_BEGIN = "# >>> agentcfg hooks install --trust (agentcfg hooks uninstall takes this out)"
+TRUST_END = "# <<< agentcfg"
+
+
+def hook_hash(command: str, timeout: int) -> str:
+    import hashlib
+    import json
+
+    handler = {"async": False, "command": command, "timeout": timeout, "type": "command"}
+    identity = {"event_name": "stop", "hooks": [handler]}
+    text = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def _our_hooks(document: Mapping[str, Any], path: Path) -> list[tuple[str, str]]:
+    """(trust key, current hash) of each of our hooks in a hooks.json document."""
+    from agentcfg.hosts.base import is_ours
+
+    groups = (
+        document.get("hooks", {}).get(EVENT) if isinstance(document.get("hooks"), dict) else None
+    )
+    found = []
+    for i, group in enumerate(groups if isinstance(groups, list) else []):
+        inner = group.get("hooks") if isinstance(group, dict) else None
+        for j, hook in enumerate(inner if isinstance(inner, list) else []):
+            if isinstance(hook, dict) and is_ours(hook.get("command")):
+                timeout = hook.get("timeout")
+                seconds = timeout if type(timeout) is int else 600  # Codex's default
+                found.append((f"{path}:stop:{i}:{j}", hook_hash(hook["command"], seconds)))
+    return found
+
+
+def _trust_file(home: Path, env: Mapping[str, str]) -> Path:
+    return codex_home(home, env) / "config.toml"
+
+
+def _read_toml(path: Path) -> tuple[str, dict[str, Any]]:
+    """The file's text and parsed value ("" and {} when absent); HostFileError when unreadable."""
+    from agentcfg.hosts.base import HostFileError
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return "", {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HostFileError(f"cannot read {path}: {exc}") from None
+    return text, _parse_toml(path, text)
+
+
+def _parse_toml(path: Path, text: str) -> dict[str, Any]:
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
+    from agentcfg.hosts.base import HostFileError
+
+    try:
+        return tomlkit.parse(text).unwrap()
+    except TOMLKitError as exc:
+        raise HostFileError(f"{path} is not valid TOML ({exc})") from None
+
+
+def _project_trusted(config: Mapping[str, Any], root: Path) -> bool:
+    """Codex trusts a project when it or a folder above it is trusted."""
+    projects = config.get("projects")
+    if not isinstance(projects, dict):
+        return False
+    for folder in (root, *root.parents):
+        entry = projects.get(str(folder))
+        if isinstance(entry, dict) and "trust_level" in entry:
+            return bool(entry["trust_level"] == "trusted")
+    return False
+
+
+def _trusted_hash(config: Mapping[str, Any], key: str) -> object:
+    hooks = config.get("hooks")
+    states = hooks.get("state") if isinstance(hooks, dict) else None
+    entry = states.get(key) if isinstance(states, dict) else None
+    return entry.get("trusted_hash") if isinstance(entry, dict) else None
+
+
+def _without_block(text: str) -> str:
+    """The file's text without the trust block `trust` wrote, and the blank line before it."""
+    start = text.find(TRUST_BEGIN)
+    end = text.find(TRUST_END + "\n", start)
+    if start < 0 or end < 0:
+        return text
+    head = text[:start]
+    return (head[:-1] if head.endswith("\n\n") else head) + text[end + len(TRUST_END) + 1 :]
+
+
+def trust(
+    document: Mapping[str, Any],
+    path: Path,
+    root: Path,
+    home: Path,
+    env: Mapping[str, str],
+    grant: bool,
+) -> TrustEdit | None:
+    """The config.toml edit that trusts our hooks of `document` (the hooks file at `path`) and,
+    for a project file, the project; with `grant` false, the edit that takes that trust out.
+
+    What we add is one marked block at the end of the file, so every other byte stays and
+    uninstall removes exactly it.
+    """
+    from agentcfg.hosts.base import HostFileError, TrustEdit
+
+    target = _trust_file(home, env)
+    before, _ = _read_toml(target)
+    text = _without_block(before)
+    if grant:
+        config = _parse_toml(target, text)
+        tables = []
+        if path.is_relative_to(root) and not _project_trusted(config, root):
+            tables.append(f'[projects.{_key(str(root))}]\ntrust_level = "trusted"\n')
+        for key, current in _our_hooks(document, path):
+            if _trusted_hash(config, key) != current:
+                tables.append(f"[hooks.state.{_key(key)}]\ntrusted_hash = {_key(current)}\n")
+        if tables:
+            gap = "" if not text else "\n" if text.endswith("\n") else "\n\n"
+            text += gap + TRUST_BEGIN + "\n" + "\n".join(tables) + TRUST_END + "\n"
+            try:
+                _parse_toml(target, text)
+            except HostFileError:
+                raise HostFileError(
+                    f"{target} already holds trust tables for this project or hook that "
+                    "conflict with ours; trust them by hand: " + " ".join(tables)
+                ) from None
+    return TrustEdit(target, before if target.exists() else None, text)
+
+
+def _key(text: str) -> str:
+    import json
+
+    return json.dumps(text, ensure_ascii=False)  # a TOML basic string
+
+
 def checks(path: Path, root: Path, home: Path, env: Mapping[str, str]) -> list[Finding]:
-    return []
+    """Both trusts Codex needs before it runs the hook: the project's, and each hook's hash."""
+    from agentcfg.hosts.base import Finding, HostFileError, read_json_file
+
+    target = _trust_file(home, env)
+    scope = "project" if path.is_relative_to(root) else "user"
+    fix = "agentcfg hooks install --host codex --trust" + (
+        "" if scope == "project" else " --scope user"
+    )
+    try:
+        _, config = _read_toml(target)
+    except HostFileError as exc:
+        return [Finding("error", NAME, str(exc), f"repair {target}")]
+    found = []
+    if scope == "project":
+        if _project_trusted(config, root):
+            found.append(Finding("ok", NAME, f"project {root} is trusted in {target}"))
+        else:
+            found.append(Finding(
+                "error", NAME,
+                f"project {root} is not trusted in {target}: Codex skips its hooks "
+                f'(needs [projects."{root}"] trust_level = "trusted")',
+                fix,
+            ))  # fmt: skip
+    for key, current in _our_hooks(read_json_file(path) or {}, path):
+        trusted = _trusted_hash(config, key)
+        if trusted == current:
+            found.append(Finding("ok", NAME, f"the stop hook's hash is trusted ({key})"))
+            continue
+        why = "has no trusted hash" if trusted is None else "has a trusted hash of an older command"
+        found.append(Finding(
+            "error", NAME,
+            f"the stop hook {why} in {target}: Codex skips it without a word "
+            f'(needs [hooks.state."{key}"] trusted_hash = "{current}")',
+            fix,
+        ))  # fmt: skip
+    return found
 
 
 def probe(cwd: str) -> Probe:

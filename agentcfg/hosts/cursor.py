@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from agentcfg.hosts.base import Answer, Finding, Probe, StopEvent
+    from agentcfg.hosts.base import Answer, Finding, Probe, StopEvent, TrustEdit
 
 NAME = "cursor"
 TITLE = "Cursor"
@@ -126,3 +126,14 @@ def probe(cwd: str) -> Probe:
         "workspace_roots": [cwd],
     }
     return Probe(payload, Answer(0, stdout=IDLE))  # allowed: `{}` on stdout, no follow-up
+
+
+def trust(
+    document: Mapping[str, Any],
+    path: Path,
+    root: Path,
+    home: Path,
+    env: Mapping[str, str],
+    grant: bool,
+) -> TrustEdit | None:
+    return None  # no trust of its own for agentcfg to write

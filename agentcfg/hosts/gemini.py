@@ -1,8 +1,11 @@
-"""Gemini CLI: `AfterAgent` hooks in `.gemini/settings.json`; exit 2 rejects the response and
-sends stderr back as the next prompt.
+"""Gemini CLI: `AfterAgent` hooks in `.gemini/settings.json`; a `deny` decision on stdout rejects
+the response and sends the reason back as the next prompt.
 
-Gemini gives no turn id. The person's prompt identifies the human turn, except when the
-prompt is one of our own texts sent back on a retry: that is the same turn, not a new one.
+Gemini gives no turn id and a `prompt_response` that accumulates every reply of the human turn.
+Its session file tells both apart: the person's message that carries the payload's prompt
+identifies the turn (a retry keeps the prompt; a second identical prompt is a new message),
+and its last model message is the reply. Without the file, the prompt's hash is the turn,
+unless the prompt is one of our own texts sent back on a retry: that is no new turn.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from agentcfg.hosts.base import Answer, Finding, Probe, StopEvent
+    from agentcfg.hosts.base import Answer, Finding, Probe, StopEvent, TrustEdit
 
 NAME = "gemini"
 TITLE = "Gemini CLI"
@@ -21,6 +24,7 @@ IDLE = ""
 SESSION_ENV = ("GEMINI_SESSION_ID",)
 PROVEN = True
 EVENT = "AfterAgent"
+HOOK_NAME = "agentcfg-stop"
 OWN_TEXTS = ("run-continuation:", "turn-end-gate:")
 
 
@@ -39,22 +43,24 @@ def cwd_of(payload: Mapping[str, object]) -> str:
 
 
 def to_event(payload: Mapping[str, object]) -> StopEvent:
-    from agentcfg.hosts.base import StopEvent, message, text
+    from agentcfg.hosts.base import StopEvent, text
     from agentcfg.paths import sha256_hex
 
     prompt = text(payload, "prompt")
-    ours = prompt.lstrip().startswith(OWN_TEXTS)
-    turn = (
-        f"prompt-{sha256_hex(prompt.encode('utf-8', 'replace'))[:16]}"
-        if prompt and not ours
-        else ""
-    )
+    response = text(payload, "prompt_response")
+    message_id, reply = read_session(text(payload, "transcript_path"), prompt)
+    if message_id:
+        turn = f"message-{message_id}"
+    elif prompt and not prompt.lstrip().startswith(OWN_TEXTS):
+        turn = f"prompt-{sha256_hex(prompt.encode('utf-8', 'replace'))[:16]}"
+    else:
+        turn = ""
     return StopEvent(
         session_id=text(payload, "session_id"),
         turn_id=turn,
         transcript_path=text(payload, "transcript_path"),
         cwd=text(payload, "cwd"),
-        last_assistant_message=message(payload, "prompt_response"),
+        last_assistant_message=reply if reply and response.endswith(reply) else response,
         stop_hook_active=payload.get("stop_hook_active") is True,
         is_subagent=False,
         background_tasks=0,
@@ -62,10 +68,46 @@ def to_event(payload: Mapping[str, object]) -> StopEvent:
     )
 
 
-def block(text: str) -> Answer:
-    from agentcfg.hosts.base import exit_two
+def read_session(path: str, prompt: str) -> tuple[str, str]:
+    """(id of the person's latest message that is `prompt`, the last model reply) from Gemini's
+    session file, read from its end; "" for what it does not show."""
+    import json
 
-    return exit_two(text)
+    from agentcfg.transcript import read_tail
+
+    message_id, reply = "", ""
+    for line in reversed(read_tail(path).split(b"\n")):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(record, dict):
+            continue
+        kind, words = record.get("type"), _words(record.get("content"))
+        if kind == "gemini" and not reply and words:
+            reply = words
+        elif kind == "user" and prompt and words == prompt and isinstance(record.get("id"), str):
+            message_id = record["id"]
+            break
+    return message_id, reply
+
+
+def _words(content: object) -> str:
+    """A message's text: a string, or the text parts of a list (tool calls and results have none)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
+        )
+    return ""
+
+
+def block(text: str) -> Answer:
+    from agentcfg.hosts.base import Answer, json_line
+
+    # Exit 2 also blocks, but Gemini then reports a failed hook with a warning on every block.
+    return Answer(0, stdout=json_line({"decision": "deny", "reason": text}))
 
 
 def allow(note: str) -> Answer:
@@ -75,14 +117,20 @@ def allow(note: str) -> Answer:
 
 
 def config_path(scope: str, root: Path, home: Path, env: Mapping[str, str]) -> Path:
-    return (root if scope == "project" else home) / ".gemini" / "settings.json"
+    return (root if scope == "project" else gemini_home(home, env)) / ".gemini" / "settings.json"
+
+
+def gemini_home(home: Path, env: Mapping[str, str]) -> Path:
+    from pathlib import Path
+
+    return Path(env["GEMINI_CLI_HOME"]) if env.get("GEMINI_CLI_HOME") else home
 
 
 def install(document: dict[str, Any], command: str) -> dict[str, Any]:
     from agentcfg.hosts.base import HOOK_TIMEOUT, install_hook
 
     entry = {
-        "name": "agentcfg-stop",
+        "name": HOOK_NAME,
         "type": "command",
         "command": command,
         "timeout": HOOK_TIMEOUT * 1000,  # Gemini counts milliseconds
@@ -103,7 +151,67 @@ def registered(document: Mapping[str, Any]) -> list[str]:
 
 
 def checks(path: Path, root: Path, home: Path, env: Mapping[str, str]) -> list[Finding]:
-    return []
+    """Hooks switched on in every settings file Gemini merges; the folder trusted for project
+    hooks."""
+    from agentcfg.hosts.base import Finding, is_ours, read_json_file
+
+    found = []
+    user = config_path("user", root, home, env)
+    for settings in dict.fromkeys((user, config_path("project", root, home, env))):
+        config = (read_json_file(settings) or {}).get("hooksConfig")
+        if not isinstance(config, dict):
+            continue
+        if config.get("enabled") is False:
+            found.append(Finding(
+                "error", NAME, f"{settings} switches hooks off (hooksConfig.enabled: false)",
+                f"remove `hooksConfig.enabled: false` from {settings}",
+            ))  # fmt: skip
+        disabled = config.get("disabled")
+        if isinstance(disabled, list) and any(n == HOOK_NAME or is_ours(n) for n in disabled):
+            found.append(Finding(
+                "error", NAME, f"{settings} lists the stop hook in hooksConfig.disabled",
+                f"take `{HOOK_NAME}` out of hooksConfig.disabled in {settings}",
+            ))  # fmt: skip
+    if path != user:
+        found.append(_folder_trust(root, home, env, read_json_file(user) or {}))
+    return found
+
+
+def _folder_trust(
+    root: Path, home: Path, env: Mapping[str, str], user_settings: dict[str, Any]
+) -> Finding:
+    """Gemini runs a folder's own hooks only when the folder is trusted."""
+    import os
+    from pathlib import Path
+
+    from agentcfg.hosts.base import Finding, read_json_file
+
+    security = user_settings.get("security")
+    folder_trust = security.get("folderTrust") if isinstance(security, dict) else None
+    if env.get("GEMINI_CLI_TRUST_WORKSPACE") == "true" or (
+        isinstance(folder_trust, dict) and folder_trust.get("enabled") is False
+    ):
+        return Finding("ok", NAME, "folder trust does not hold back project hooks")
+    rules_path = Path(
+        env.get("GEMINI_CLI_TRUSTED_FOLDERS_PATH")
+        or gemini_home(home, env) / ".gemini" / "trustedFolders.json"
+    )
+    rules = read_json_file(rules_path) or {}
+    where = os.path.realpath(root)
+    best, level = -1, None
+    for rule, trust in rules.items():
+        folder = os.path.dirname(rule) if trust == "TRUST_PARENT" else rule
+        real = os.path.realpath(folder)
+        if (where == real or where.startswith(real.rstrip("/") + "/")) and len(rule) > best:
+            best, level = len(rule), trust
+    if level in ("TRUST_FOLDER", "TRUST_PARENT"):
+        return Finding("ok", NAME, f"{root} is a trusted folder")
+    return Finding(
+        "error",
+        NAME,
+        f"{root} is not a trusted folder: Gemini CLI skips its project hooks",
+        f'trust the folder when Gemini CLI asks, or add "{root}": "TRUST_FOLDER" to {rules_path}',
+    )
 
 
 def probe(cwd: str) -> Probe:
@@ -119,3 +227,14 @@ def probe(cwd: str) -> Probe:
         "stop_hook_active": False,
     }
     return Probe(payload, Answer(0))  # allowed: exit 0, no decision on stdout
+
+
+def trust(
+    document: Mapping[str, Any],
+    path: Path,
+    root: Path,
+    home: Path,
+    env: Mapping[str, str],
+    grant: bool,
+) -> TrustEdit | None:
+    return None  # folder trust is the person's to give in Gemini CLI; `checks` says how

@@ -18,7 +18,7 @@ from agentcfg.core.roadmap import Roadmap, Scan, scan
 from agentcfg.errors import AgentcfgError
 from agentcfg.hosts.base import StopEvent
 from agentcfg.paths import session_key, sha256_hex
-from agentcfg.transcript import TurnInfo, read_turn
+from agentcfg.transcript import TurnInfo, read_tail, read_turn
 from agentcfg.workspace import Workspace
 
 
@@ -41,9 +41,28 @@ class HookContext:
 
     @cached_property
     def claim(self) -> claims.Claim | None:
-        """This session's live claim; None when absent or stale."""
-        found = claims.read_claim(self.ws, self.key) if self.event.session_id else None
+        """This session's live claim, or the pending one its transcript shows; None when absent
+        or stale."""
+        if not self.event.session_id:
+            return None
+        found = claims.read_claim(self.ws, self.key) or self._adopt()
         return None if found is None or claims.is_stale(self.ws, found) else found
+
+    def _adopt(self) -> claims.Claim | None:
+        if not claims.pending_dir(self.ws).is_dir():
+            return None
+        shown = read_tail(self.event.transcript_path)
+        try:
+            return claims.adopt(
+                self.ws,
+                self.event.session_id,
+                lambda token: token.encode() in shown,
+                self.now,
+                bind=controls.claim,
+            )
+        except AgentcfgError as exc:  # a peer claimed the roadmap, or a person stopped it
+            self.problem = str(exc)
+            return None
 
     @cached_property
     def stop(self) -> controls.Stop | None:

@@ -50,9 +50,11 @@ def loads(text: str) -> object:
 
 
 def nothing_to_do(root: str, session_id: str, env: Mapping[str, str]) -> bool:
-    """True when no concern can act: no claim for this session and no gate set to `always`."""
-    if session_id and os.path.exists(
-        os.path.join(root, STATE, "claims", session_key(session_id) + ".json")
+    """True when no concern can act: no claim for this session, no pending claim it could
+    adopt, and no gate set to `always`."""
+    if session_id and (
+        os.path.exists(os.path.join(root, STATE, "claims", session_key(session_id) + ".json"))
+        or _pending(root)
     ):
         return False
     try:
@@ -70,3 +72,13 @@ def nothing_to_do(root: str, session_id: str, env: Mapping[str, str]) -> bool:
     from agentcfg.workspace import Workspace
 
     return load_config(Workspace(Path(root)), env).gate_scope != "always"
+
+
+def _pending(root: str) -> bool:
+    """A claim made with no session id waits in state/pending/ for the session that shows it."""
+    try:
+        return any(
+            name.endswith(".json") for name in os.listdir(os.path.join(root, STATE, "pending"))
+        )
+    except OSError:
+        return False

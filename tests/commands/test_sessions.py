@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -125,7 +126,9 @@ def test_list_and_show_when_empty(ws: Path) -> None:
 @pytest.mark.parametrize(
     ("env", "expected"),
     [
-        ({"AGENTCFG_SESSION_ID": "a", "CLAUDE_CODE_SESSION_ID": "b", "CODEX_SESSION_ID": "c"}, "a"),
+        ({"AGENTCFG_SESSION_ID": "a", "CLAUDE_CODE_SESSION_ID": "b", "CODEX_SESSION_ID": "c"}, "b"),
+        ({"AGENTCFG_SESSION_ID": "a", "CODEX_SESSION_ID": "c"}, "c"),  # a stray one loses
+        ({"AGENTCFG_SESSION_ID": "a"}, "a"),
         ({"CLAUDE_CODE_SESSION_ID": "b", "CODEX_SESSION_ID": "c"}, "b"),
         ({"CODEX_SESSION_ID": "c", "GEMINI_SESSION_ID": "d"}, "c"),
         ({"GEMINI_SESSION_ID": "d"}, "d"),
@@ -139,11 +142,35 @@ def test_session_id_precedence(ws: Path, env: dict[str, str], expected: str) -> 
     assert claim_file(ws, "z").exists()
 
 
+def test_without_a_session_id_the_claim_waits_with_a_token(
+    ws: Path, clock: list[float], snapshot: SnapshotAssertion
+) -> None:
+    result = run_cli("sessions", "claim", "demo", "--max-iterations", "4")
+    assert result.exit_code == 0, result.output
+    token = re.search(r"agentcfg-claim-[0-9a-f]{16}", result.output)
+    assert token is not None
+    assert result.output.replace(token.group(0), "<token>") == snapshot
+    pending = json.loads((ws / "state" / "pending" / f"{token.group(0)}.json").read_text())
+    assert (pending["slug"], pending["max_iterations"]) == ("demo", 4)
+    assert not (ws / "state" / "claims").exists()  # bound to no session yet
+    assert run_cli("sessions", "list").output == "no claims\n"
+
+
+def test_a_pending_claim_respects_a_peer(ws: Path, clock: list[float]) -> None:
+    assert run_cli("sessions", "claim", "demo", "--session", "peer").exit_code == 0
+    refused = run_cli("sessions", "claim", "demo")
+    assert refused.exit_code == 1
+    assert "claimed by session peer" in refused.output
+    assert not (ws / "state" / "pending").exists()
+    assert run_cli("sessions", "claim", "demo", "--force").exit_code == 0
+
+
 def test_no_session_id_is_one_clear_line(ws: Path) -> None:
-    result = run_cli("sessions", "claim", "demo")
-    assert result.exit_code == 1
-    assert result.output.startswith("agentcfg: error: no session id: pass --session")
-    assert not (ws / "state" / "claims").exists()
+    for command in ("release", "show"):
+        result = run_cli("sessions", command)
+        assert result.exit_code == 1
+        assert result.output.startswith("agentcfg: error: no session id: pass --session")
+    assert not (ws / "state").exists()
 
 
 @pytest.mark.parametrize("slug", ["../demo", "roadmaps/demo", "missing", "..", "/etc/passwd"])

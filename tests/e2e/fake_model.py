@@ -1,49 +1,55 @@
-"""A scripted stand-in for the model API on loopback: server-sent events, as Claude Code reads them.
+"""Scripted stand-ins for three model APIs on loopback, each streaming server-sent events the way
+its host reads them: Anthropic messages (Claude Code), Gemini streamGenerateContent (Gemini CLI)
+and the OpenAI responses API (Codex).
 
-The script plays an agent that claims a roadmap and then closes, through its Bash tool, each step
-a continuation names; or, in the `idle` script, one that never does anything.
+One script plays the agent on all three: it claims a roadmap through the host's own shell tool,
+then closes each step a continuation names; or, in the `idle` script, never does anything.
+Every response reports the same known token usage (USAGE), so totals can be checked.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import threading
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 NEXT = re.compile(r"Next step: \*\*([^*]+)\*\*")
+# per response: fresh input, output, input read from the cache, input written to the cache
+USAGE = {"input": 100, "output": 20, "cache_read": 30, "cache_write": 10}
+IDS = itertools.count(1)  # hosts merge streamed messages that share an id: every one is new
 
 
 class Script:
+    """The agent's side of the conversation, whatever the host."""
+
     def __init__(self, slug: str, agentcfg: str, idle: bool = False) -> None:
         self.slug, self.agentcfg, self.idle = slug, agentcfg, idle
-        self.requests: list[dict[str, Any]] = []
+        self.prompts: list[str] = []  # the text of every agent-turn request's last message
         self.lock = threading.Lock()
 
-    def reply(self, body: dict[str, Any]) -> tuple[str, Any]:
-        """("text", words) or ("tool", command) for the next assistant message."""
+    def reply(self, text: str, after_tool: bool) -> tuple[str, str]:
+        """("text", words) or ("tool", shell command) for the next assistant message."""
         with self.lock:
-            self.requests.append(body)
-        if not body.get("tools"):
-            return "text", "ok"  # a side request (titles, summaries): not the agent's turn
-        last = body.get("messages", [{}])[-1]
-        text = _text(last.get("content"))
-        if _has_tool_result(last.get("content")):
-            return "text", "Done with that step." if not self.idle else "Still thinking."
-        if "Stop hook feedback" in text:
-            step = NEXT.search(text)
-            if step and not self.idle:
-                return "tool", f"{self.agentcfg} roadmap done {self.slug} {step.group(1)}"
-            return "text", "Still thinking about it."
+            self.prompts.append(text)
+        if after_tool:
+            return "text", "Still thinking." if self.idle else "Done with that step."
+        steps = NEXT.findall(text)
+        if steps:
+            if self.idle:
+                return "text", "Still thinking about it."
+            return "tool", f"{self.agentcfg} roadmap done {self.slug} {steps[-1]}"
         return "tool", f"{self.agentcfg} sessions claim {self.slug}"
 
-    def texts(self) -> list[str]:
-        """The last message of every request the agent's turn made, as text."""
-        return [_text(r["messages"][-1].get("content")) for r in self.requests if r.get("tools")]
+    def continuations(self) -> list[str]:
+        return [t for t in self.prompts if "run-continuation:" in t]
 
 
 def _text(content: object) -> str:
+    """The words of an Anthropic or responses-API content list, or a plain string."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -53,49 +59,155 @@ def _text(content: object) -> str:
     return ""
 
 
-def _has_tool_result(content: object) -> bool:
-    return isinstance(content, list) and any(
-        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
-    )
+# --- Claude Code: POST /v1/messages, Anthropic events ---
 
 
-def _events(kind: str, value: str, n: int) -> list[tuple[str, dict[str, Any]]]:
-    message = {
-        "id": f"msg_{n}", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
-        "content": [], "stop_reason": None, "stop_sequence": None,
-        "usage": {"input_tokens": 12, "output_tokens": 1},
-    }  # fmt: skip
+def claude(script: Script, path: str, body: dict[str, Any]) -> Iterator[str] | dict[str, Any]:
+    if not path.startswith("/v1/messages") or "count_tokens" in path:
+        return {"input_tokens": USAGE["input"]}
+    if not body.get("tools"):
+        kind, value = "text", "ok"  # a side request (titles, summaries): not the agent's turn
+    else:
+        last = body.get("messages", [{}])[-1].get("content")
+        tool_result = isinstance(last, list) and any(
+            isinstance(b, dict) and b.get("type") == "tool_result" for b in last
+        )
+        kind, value = script.reply(_text(last), tool_result)
+    n = next(IDS)
+    usage = {
+        "input_tokens": USAGE["input"],
+        "output_tokens": USAGE["output"],
+        "cache_read_input_tokens": USAGE["cache_read"],
+        "cache_creation_input_tokens": USAGE["cache_write"],
+    }
     if kind == "tool":
         block: dict[str, Any] = {
-            "type": "tool_use",
-            "id": f"toolu_{n}",
-            "name": "Bash",
-            "input": {},
-        }
-        delta = {
-            "type": "input_json_delta",
-            "partial_json": json.dumps({"command": value, "description": "run agentcfg"}),
-        }
+            "type": "tool_use", "id": f"toolu_{n}", "name": "Bash", "input": {},
+        }  # fmt: skip
+        arguments = {"command": value, "description": "run agentcfg"}
+        delta = {"type": "input_json_delta", "partial_json": json.dumps(arguments)}
         stop = "tool_use"
     else:
         block = {"type": "text", "text": ""}
         delta = {"type": "text_delta", "text": value}
         stop = "end_turn"
-    return [
+    message = {
+        "id": f"msg_{n}", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+        "content": [], "stop_reason": None, "stop_sequence": None,
+        "usage": {**usage, "output_tokens": 1},
+    }  # fmt: skip
+    if not body.get("stream"):
+        content = (
+            {"type": "text", "text": value} if kind == "text" else {**block, "input": arguments}
+        )
+        return {**message, "content": [content], "stop_reason": stop, "usage": usage}
+    events = [
         ("message_start", {"type": "message_start", "message": message}),
         ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}),
         ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
         ("content_block_stop", {"type": "content_block_stop", "index": 0}),
         ("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
-                           "usage": {"output_tokens": 8}}),
+                           "usage": {"output_tokens": USAGE["output"]}}),
         ("message_stop", {"type": "message_stop"}),
     ]  # fmt: skip
+    return (f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
 
 
-def serve(script: Script) -> ThreadingHTTPServer:
-    counter = iter(range(1, 1_000_000))
+# --- Gemini CLI: POST /v1beta/models/<model>:streamGenerateContent?alt=sse ---
+
+
+def gemini(script: Script, path: str, body: dict[str, Any]) -> Iterator[str] | dict[str, Any]:
+    usage = {
+        "promptTokenCount": USAGE["input"] + USAGE["cache_read"],
+        "cachedContentTokenCount": USAGE["cache_read"],
+        "candidatesTokenCount": USAGE["output"],
+        "totalTokenCount": USAGE["input"] + USAGE["cache_read"] + USAGE["output"],
+    }
+    if ":countTokens" in path:
+        return {"totalTokens": USAGE["input"]}
+    if not body.get("tools"):
+        # a side request (next speaker, routing): hand the turn back to the person
+        part: dict[str, Any] = {"text": json.dumps({"reasoning": "done", "next_speaker": "user"})}
+    else:
+        parts = (body.get("contents") or [{}])[-1].get("parts") or []
+        after_tool = any("functionResponse" in p for p in parts if isinstance(p, dict))
+        words = "\n".join(p["text"] for p in parts if isinstance(p, dict) and "text" in p)
+        kind, value = script.reply(words, after_tool)
+        part = (
+            {"functionCall": {"name": "run_shell_command", "args": {"command": value}}}
+            if kind == "tool"
+            else {"text": value}
+        )
+    chunk = {
+        "candidates": [
+            {"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}
+        ],
+        "usageMetadata": usage,
+        "modelVersion": "gemini-2.5-pro",
+    }
+    if "streamGenerateContent" not in path:
+        return chunk
+    return iter([f"data: {json.dumps(chunk)}\r\n\r\n"])
+
+
+# --- Codex: POST /v1/responses, responses-API events ---
+
+
+def codex(script: Script, path: str, body: dict[str, Any]) -> Iterator[str] | dict[str, Any]:
+    if not path.endswith("/responses"):
+        return {"data": []}
+    items = body.get("input") or [{}]
+    last = items[-1] if isinstance(items[-1], dict) else {}
+    kind, value = script.reply(
+        _text(last.get("content")), last.get("type") == "function_call_output"
+    )
+    tools = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
+    n = next(IDS)
+    if kind == "tool":
+        arguments = (
+            {"cmd": value} if "exec_command" in tools else {"command": ["bash", "-lc", value]}
+        )
+        item: dict[str, Any] = {
+            "type": "function_call", "id": f"fc_{n}", "call_id": f"call_{n}",
+            "name": "exec_command" if "exec_command" in tools else "shell",
+            "arguments": json.dumps(arguments), "status": "completed",
+        }  # fmt: skip
+    else:
+        item = {
+            "type": "message", "id": f"msg_{n}", "role": "assistant",
+            "status": "completed", "content": [{"type": "output_text", "text": value, "annotations": []}],
+        }  # fmt: skip
+    usage = {
+        "input_tokens": USAGE["input"] + USAGE["cache_read"],
+        "input_tokens_details": {"cached_tokens": USAGE["cache_read"]},
+        "output_tokens": USAGE["output"],
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": USAGE["input"] + USAGE["cache_read"] + USAGE["output"],
+    }
+    response = {"id": f"resp_{n}", "object": "response", "status": "in_progress"}
+    events = [
+        {"type": "response.created", "response": response},
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+        {"type": "response.output_item.done", "output_index": 0, "item": item},
+        {
+            "type": "response.completed",
+            "response": {**response, "status": "completed", "usage": usage},
+        },
+    ]
+    return (f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+
+
+Wire = Callable[[Script, str, dict[str, Any]], "Iterator[str] | dict[str, Any]"]
+WIRES: dict[str, Wire] = {"claude": claude, "gemini": gemini, "codex": codex}
+
+
+def serve(script: Script, host: str = "claude") -> ThreadingHTTPServer:
+    """Serve the script on a free loopback port, speaking `host`'s model API."""
+    wire = WIRES[host]
 
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
         def log_message(self, *args: object) -> None:
             pass
 
@@ -105,39 +217,24 @@ def serve(script: Script) -> ThreadingHTTPServer:
                 body = json.loads(self.rfile.read(size) or b"{}")
             except ValueError:
                 body = {}
-            if not self.path.startswith("/v1/messages") or "count_tokens" in self.path:
-                self._json({"input_tokens": 12})
+            answer = wire(script, self.path, body if isinstance(body, dict) else {})
+            if isinstance(answer, dict):
+                self._json(answer)
                 return
-            kind, value = script.reply(body)
-            events = _events(kind, value, next(counter))
-            if not body.get("stream"):
-                content = events[1][1]["content_block"]
-                content = (
-                    {"type": "text", "text": value}
-                    if kind == "text"
-                    else {**content, "input": {"command": value}}
-                )
-                self._json(
-                    {
-                        **events[0][1]["message"],
-                        "content": [content],
-                        "stop_reason": events[4][1]["delta"]["stop_reason"],
-                    }
-                )
-                return
+            raw = "".join(answer).encode()
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
             self.send_header("cache-control", "no-cache")
+            self.send_header("content-length", str(len(raw)))
             self.end_headers()
-            for name, data in events:
-                self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
-            self.wfile.flush()
+            self.wfile.write(raw)
 
         def do_GET(self) -> None:
-            self._json({})
+            self._json({"data": [], "models": []})
 
         def do_HEAD(self) -> None:
             self.send_response(200)
+            self.send_header("content-length", "0")
             self.end_headers()
 
         def _json(self, data: object) -> None:

@@ -96,9 +96,10 @@ def test_real_hook_per_host(ws: Path, host: str, explicit: bool) -> None:
     assert run_cli("sessions", "claim", "demo", "--session", SESSION).exit_code == 0
     args = ("--host", host) if explicit else ()
     result = fire(ws, payloads(ws)[host], *args)
-    if host == "cursor":
+    if host in ("cursor", "gemini"):
         assert result.returncode == 0
-        message = json.loads(result.stdout)["followup_message"]
+        answer = json.loads(result.stdout)
+        message = answer["followup_message"] if host == "cursor" else answer["reason"]
         assert message.startswith("run-continuation: roadmap `demo`")
     else:
         assert (result.returncode, result.stdout) == (2, "")

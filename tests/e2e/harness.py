@@ -1,0 +1,138 @@
+"""What every real-host run shares: a project with a two-step roadmap, a home folder of its own,
+the hook installed by `agentcfg hooks install`, a scripted model, and the ledger read back.
+
+The host runs with no session variable set by the test: the claim the scripted model makes
+through the host's own shell tool has to find its session by itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.fake_model import Script, serve
+
+REPO = Path(__file__).resolve().parents[2]
+CACHE = REPO / ".e2e-cache"
+AGENTCFG = str(Path(sys.executable).parent / "agentcfg")
+SLUG = "e2e"
+ROADMAP = """---
+execution: {mode: autonomous}
+---
+## Phase 1 — End to end
+- [ ] **1.1** Prove the folder is there <!-- verify: test -d roadmaps -->
+- [ ] **1.2** Say the second step is fine <!-- verify: echo second-step-ok -->
+"""
+TIMEOUT = 240  # seconds a host may take for one headless run
+
+
+def binary(package: str, name: str) -> Path:
+    """A pinned host binary that `make e2e` installed into the cache."""
+    path = CACHE / package / "node_modules" / ".bin" / name
+    assert path.exists(), f"run `make e2e`, which installs {package} first"
+    return path
+
+
+@dataclass
+class Run:
+    root: Path
+    home: Path
+    script: Script
+    proc: subprocess.CompletedProcess[str]
+
+    def ledger(self) -> list[dict[str, Any]]:
+        path = self.root / "state" / "run-continuation.jsonl"
+        lines = path.read_text().splitlines() if path.exists() else []
+        return [json.loads(line) for line in lines]
+
+    def events(self) -> list[str]:
+        return [e["event"] for e in self.ledger() if e["event"] != "claimed"]
+
+    def claimed_run(self) -> str:
+        claimed = [e for e in self.ledger() if e["event"] == "claimed"]
+        assert len(claimed) == 1, self.ledger()
+        return str(claimed[0]["run"])
+
+    def roadmap(self) -> str:
+        return (self.root / "roadmaps" / f"{SLUG}.md").read_text()
+
+    def failure(self) -> str:
+        return (
+            f"exit {self.proc.returncode}\n{self.proc.stdout[-3000:]}\n{self.proc.stderr[-3000:]}"
+        )
+
+
+def project(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    """(project root, home folder, base environment) with no session variables in it."""
+    root, home = tmp_path / "project", tmp_path / "home"
+    (root / "roadmaps").mkdir(parents=True)
+    home.mkdir()
+    (root / "roadmaps" / f"{SLUG}.md").write_text(ROADMAP)
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "TERM": "dumb",
+        "NO_COLOR": "1",
+    }
+    return root, home, env
+
+
+def agentcfg(root: Path, env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(
+        [AGENTCFG, *args], cwd=root, env=env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def drive(
+    host: str, root: Path, home: Path, env: dict[str, str], command: list[str], idle: bool
+) -> Run:
+    """Run one headless host session against the scripted model; `{url}` in `env` values and
+    in `command` becomes the model's address."""
+    script = Script(SLUG, AGENTCFG, idle=idle)
+    server = serve(script, host)
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        proc = subprocess.run(
+            [word.replace("{url}", url) for word in command],
+            cwd=root,
+            env={k: v.replace("{url}", url) for k, v in env.items()},
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    finally:
+        server.shutdown()
+    return Run(root, home, script, proc)
+
+
+def assert_complete(run: Run, session_key: str) -> None:
+    """Both steps closed through `roadmap done`, one engagement each, then `complete`."""
+    events = run.events()
+    assert events[-1] == "complete", events
+    assert events.count("engage") == 2, events
+    assert run.claimed_run() == session_key  # the shell tool's claim bound this very session
+    continuations = run.script.continuations()
+    assert any("Next step: **1.1**" in t and "verify: test -d roadmaps" in t for t in continuations)
+    assert any(
+        "Next step: **1.2**" in t and "verify: echo second-step-ok" in t for t in continuations
+    )
+    assert "- [x] **1.1**" in run.roadmap() and "- [x] **1.2**" in run.roadmap()
+
+
+def assert_stall(run: Run, session_key: str) -> None:
+    """An agent that never progresses is continued three times, then the run halts."""
+    events = run.events()
+    assert events.count("engage") == 3, events
+    assert events[-1] == "halt-stall", events
+    assert run.claimed_run() == session_key
+    assert "- [ ] **1.1**" in run.roadmap()

@@ -1,0 +1,118 @@
+"""The Gemini CLI and Codex adapters on payloads and session files captured from the real
+binaries (Gemini CLI 0.61.0, Codex 0.169.0), and a claim bound through its printed token."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from agentcfg.claims import session_key
+from agentcfg.hosts.registry import adapter, detect
+from tests.conftest import fire, hook_env, ledger, run_cli
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+GEMINI = FIXTURES / "gemini-cli-0.61.0"
+CODEX = FIXTURES / "codex-0.169.0"
+
+
+def captured(folder: Path, name: str, transcript: Path) -> list[dict[str, Any]]:
+    payloads: list[dict[str, Any]] = json.loads((folder / name).read_text())
+    return [{**p, "transcript_path": str(transcript)} for p in payloads]
+
+
+def test_gemini_fires_of_one_human_turn(tmp_path: Path) -> None:
+    transcript = tmp_path / "session.jsonl"
+    shutil.copy(GEMINI / "transcript.jsonl", transcript)
+    fires = captured(GEMINI, "afteragent-payloads.json", transcript)
+    events = [detect(p).to_event(p) for p in fires]
+    assert {e.host for e in events} == {"gemini"}
+    # prompt_response piles up every reply of the turn; the event carries the last one only
+    assert fires[-1]["prompt_response"].count("That step is done.") == 4
+    assert {e.last_assistant_message for e in events} == {"That step is done."}
+    # the person's message in the session file is the turn, through every retry
+    assert {e.turn_id for e in events} == {"message-ac1e20b1-207b-4e4f-8502-f8159db38127"}
+
+
+def test_gemini_two_identical_prompts_are_two_turns(tmp_path: Path) -> None:
+    lines = (GEMINI / "transcript.jsonl").read_text().splitlines()
+    person = next(line for line in lines if '"Work through the demo roadmap."' in line)
+    again = json.loads(person)
+    again["id"] = "second-prompt"
+    reply = {"id": "r2", "type": "gemini", "content": "Looking at it again.", "tokens": {}}
+    transcript = tmp_path / "session.jsonl"
+    transcript.write_text("\n".join([*lines, json.dumps(again), json.dumps(reply)]) + "\n")
+    payload = captured(GEMINI, "afteragent-payloads.json", transcript)[0]
+    payload["prompt_response"] = "Looking at it again."
+    event = adapter("gemini").to_event(payload)
+    assert (event.turn_id, event.last_assistant_message) == (
+        "message-second-prompt",
+        "Looking at it again.",
+    )
+
+
+def test_gemini_without_its_session_file_falls_back_to_the_prompt(tmp_path: Path) -> None:
+    payload = captured(GEMINI, "afteragent-payloads.json", tmp_path / "gone.jsonl")[2]
+    event = adapter("gemini").to_event(payload)
+    assert event.turn_id.startswith("prompt-")
+    assert event.last_assistant_message == payload["prompt_response"]  # nothing to cut it with
+
+
+def test_codex_fires_of_one_turn(tmp_path: Path) -> None:
+    fires = captured(CODEX, "stop-payloads.json", CODEX / "transcript.jsonl")
+    events = [detect(p).to_event(p) for p in fires]
+    assert {e.host for e in events} == {"codex"}
+    assert {e.turn_id for e in events} == {"01a22ce4-da7b-7f60-8a96-9b5340e7d970"}
+    assert [e.stop_hook_active for e in events] == [False, True, True, True]
+    assert {e.last_assistant_message for e in events} == {"That step is done."}
+    assert not any(e.is_subagent for e in events)
+
+
+def pending_token(ws: Path) -> str:
+    made = run_cli("sessions", "claim", "demo")  # no session id in this shell
+    assert made.exit_code == 0, made.output
+    found = re.search(r"agentcfg-claim-[0-9a-f]{16}", made.output)
+    assert found is not None
+    return found.group(0)
+
+
+def gemini_transcript(path: Path, claim_output: str) -> Path:
+    """The captured session file, with the claim command's output as this claim printed it."""
+    text = (GEMINI / "transcript.jsonl").read_text()
+    path.write_text(text.replace("claimed roadmap `demo` for session", claim_output, 2))
+    return path
+
+
+def test_the_session_that_shows_the_token_adopts_the_claim(ws: Path) -> None:
+    token = pending_token(ws)
+    mine = gemini_transcript(
+        ws.parent / "mine.jsonl", f"claimed for the session that shows {token}"
+    )
+    other = shutil.copy(GEMINI / "transcript.jsonl", ws.parent / "other.jsonl")
+    payload = captured(GEMINI, "afteragent-payloads.json", mine)[0]
+    stranger = {**payload, "session_id": "someone-else", "transcript_path": str(other)}
+    assert fire(ws, stranger).stdout == ""  # its transcript does not show the token
+    assert not (ws / "state" / "claims").exists()
+    answer = json.loads(fire(ws, {**payload, "cwd": str(ws)}).stdout)
+    assert answer["decision"] == "deny"
+    assert answer["reason"].startswith("run-continuation: roadmap `demo`")
+    claimed = [e for e in ledger(ws, claims=True) if e["event"] == "claimed"]
+    assert [(e["run"], e["token"]) for e in claimed] == [
+        (session_key(payload["session_id"]), token)
+    ]
+    assert list((ws / "state" / "pending").glob("*.json")) == []  # adopted once
+    again = {**stranger, "transcript_path": str(mine)}
+    assert fire(ws, again).stdout == ""  # the same transcript later: the token is spent
+
+
+def test_an_expired_pending_claim_is_dropped(ws: Path) -> None:
+    token = pending_token(ws)
+    path = ws / "state" / "pending" / f"{token}.json"
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps({**data, "claimed_at": "2020-01-01T00:00:00Z"}))
+    mine = gemini_transcript(ws.parent / "mine.jsonl", token)
+    payload = captured(GEMINI, "afteragent-payloads.json", mine)[0]
+    assert fire(ws, {**payload, "cwd": str(ws)}, env=hook_env(ws)).stdout == ""
+    assert not path.exists()
