@@ -36,7 +36,10 @@ E2E_CACHE := .e2e-cache
 E2E_HOSTS := claude-2.1.328:@anthropic-ai/claude-code@2.1.328:claude \
 	claude-2.1.197:@anthropic-ai/claude-code@2.1.197:claude \
 	gemini-0.61.0:@google/gemini-cli@0.61.0:gemini \
-	codex-0.169.0:@openai/codex@0.169.0:codex
+	codex-0.169.0:@openai/codex@0.169.0:codex \
+	qwen-0.24.4:@qwen-code/qwen-code@0.24.4:qwen \
+	copilot-1.0.102:@github/copilot@1.0.102:copilot \
+	opencode-1.18.33:opencode-ai@1.18.33:opencode
 field = $(word $(2),$(subst :, ,$(1)))
 E2E_BINS := $(foreach h,$(E2E_HOSTS),$(E2E_CACHE)/$(call field,$(h),1)/node_modules/.bin/$(call field,$(h),3))
 
@@ -47,7 +50,13 @@ $(E2E_CACHE)/$(call field,$(1),1)/node_modules/.bin/$(call field,$(1),3):
 endef
 $(foreach h,$(E2E_HOSTS),$(eval $(call e2e_host,$(h))))
 
-e2e: install $(E2E_BINS)
+# the package OpenCode installs into each config folder at start: the tests seed it from here
+OPENCODE_PLUGIN := $(E2E_CACHE)/opencode-plugin-1.18.33/package.json
+$(OPENCODE_PLUGIN):
+	mkdir -p $(dir $@)
+	npm install --silent --no-audit --no-fund --save-exact --prefix $(dir $@) @opencode-ai/plugin@1.18.33
+
+e2e: install $(E2E_BINS) $(OPENCODE_PLUGIN)
 	$(VENV)/bin/pytest -o addopts=-q --durations=0 tests/e2e
 
 demo: install

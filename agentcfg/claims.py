@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,31 +21,33 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
 PEER_WINDOW = 4 * 3600.0
 PENDING_WINDOW = 3600.0  # a pending claim no turn end has adopted within an hour is dropped
 TOKEN_PREFIX = "agentcfg-claim-"
-# The hosts' own variables first: each names the session the agent's shell runs in, so it wins
-# over an AGENTCFG_SESSION_ID left behind in the environment.
-SESSION_ENV = (
-    "CLAUDE_CODE_SESSION_ID",
-    "CODEX_SESSION_ID",
-    "CODEX_THREAD_ID",
-    "GEMINI_SESSION_ID",
-    "AGENTCFG_SESSION_ID",
-)
+OWN_SESSION_ENV = "AGENTCFG_SESSION_ID"
 
 
-def find_session(explicit: str | None, env: Mapping[str, str]) -> str | None:
+def session_names(host_env: Sequence[str]) -> tuple[str, ...]:
+    """The hosts' own variables (`host_env`, from `hosts.registry.session_env`) first: each
+    names the session the agent's shell runs in, so it wins over an AGENTCFG_SESSION_ID left
+    behind in the environment."""
+    return (*host_env, OWN_SESSION_ENV)
+
+
+def find_session(
+    explicit: str | None, env: Mapping[str, str], host_env: Sequence[str]
+) -> str | None:
     """--session, else the first session variable set, else None."""
-    for candidate in (explicit, *(env.get(name) for name in SESSION_ENV)):
+    for candidate in (explicit, *(env.get(name) for name in session_names(host_env))):
         if candidate:
             return candidate
     return None
 
 
-def resolve_session(explicit: str | None, env: Mapping[str, str]) -> str:
+def resolve_session(explicit: str | None, env: Mapping[str, str], host_env: Sequence[str]) -> str:
     """--session, else the first session variable set; ClaimError when there is none."""
-    found = find_session(explicit, env)
+    found = find_session(explicit, env, host_env)
     if found is None:
+        names = session_names(host_env)
         raise ClaimError(
-            "no session id: pass --session or set one of " + ", ".join(f"${n}" for n in SESSION_ENV)
+            "no session id: pass --session or set one of " + ", ".join(f"${n}" for n in names)
         )
     return found
 

@@ -5,7 +5,7 @@ the model, holds until `resume`, and refuses new claims on the roadmap meanwhile
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,10 +50,10 @@ class ResumeResult:
     was: Stop | None  # the stop that was lifted; None when the roadmap was not stopped
 
 
-def who(env: Mapping[str, str]) -> str:
+def who(env: Mapping[str, str], host_env: Sequence[str]) -> str:
     """The session id of whoever runs a control, or "terminal" for a person at a shell."""
     try:
-        return claims.resolve_session(None, env)
+        return claims.resolve_session(None, env, host_env)
     except ClaimError:
         return TERMINAL
 

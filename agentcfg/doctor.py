@@ -7,7 +7,7 @@ import os
 import shlex
 import shutil
 import stat
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +15,10 @@ from agentcfg import claims, install, loading, state
 from agentcfg.config import load_config
 from agentcfg.core.ladder import RunState
 from agentcfg.core.lint import lint
+from agentcfg.core.roadmap import scan
 from agentcfg.errors import AgentcfgError, ClaimError, RoadmapError
 from agentcfg.hosts.base import HOOK_TIMEOUT, Answer, Finding
-from agentcfg.hosts.registry import HOSTS, adapter
+from agentcfg.hosts.registry import HOSTS, adapter, session_env
 from agentcfg.workspace import Workspace
 
 TYPE_CHECKING = False
@@ -44,24 +45,53 @@ def _hosts(ws: Workspace, home: Path, env: Mapping[str, str]) -> list[Finding]:
     wired = False
     for name in HOSTS:
         host = adapter(name)
+        host_wired = False
         for scope in ("project", "user"):
             path = host.config_path(scope, ws.root, home, env)
             subject = f"{name} ({scope})"
             try:
                 commands = install.registered(name, path)
             except AgentcfgError as exc:
-                found.append(Finding("error", subject, str(exc), f"repair the JSON of {path}"))
+                found.append(Finding("error", subject, str(exc), f"repair or remove {path}"))
                 continue
             if not commands:
                 continue
-            wired = True
+            wired = host_wired = True
             found.extend(_wiring(subject, path, commands, f"--host {name} --scope {scope}"))
             found.extend(host.checks(path, ws.root, home, env))
+        if host_wired:
+            found.extend(cap_findings(ws, host, home, env, ws.slugs()))
     if not wired:
         found.append(Finding(
             "warning", "hosts", "the stop hook is not installed for any host",
             "agentcfg hooks install --host claude",
         ))  # fmt: skip
+    return found
+
+
+def cap_findings(
+    ws: Workspace, host: Host, home: Path, env: Mapping[str, str], slugs: Iterable[str]
+) -> list[Finding]:
+    """A warning for each autonomous roadmap with more open steps than the host lets one prompt
+    continue: such a run stops short, waiting for the person's next prompt."""
+    capped = host.block_cap(ws.root, home, env)
+    if capped is None:
+        return []
+    cap, fix = capped
+    found = []
+    for slug in slugs:
+        try:
+            roadmap = loading.load(ws, slug)
+        except RoadmapError:
+            continue  # _roadmaps reports it
+        open_steps = scan(roadmap).counts.open
+        if roadmap.autonomous and open_steps > cap:
+            found.append(Finding(
+                "warning", host.NAME,
+                f"roadmap `{slug}` has {open_steps} open steps, but {host.TITLE} ends a prompt "
+                f"after {cap} continuations: the run will stop short of the roadmap's end",
+                fix,
+            ))  # fmt: skip
     return found
 
 
@@ -135,7 +165,7 @@ def _roadmaps(ws: Workspace) -> list[Finding]:
 
 def _claim(ws: Workspace, env: Mapping[str, str]) -> list[Finding]:
     try:
-        session = claims.resolve_session(None, env)
+        session = claims.resolve_session(None, env, session_env())
     except ClaimError:
         return [Finding("ok", "claim", "no session id in the environment: no claim to check")]
     found = claims.read_claim(ws, claims.session_key(session))

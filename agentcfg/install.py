@@ -1,14 +1,13 @@
 """Wiring the stop hook into a host's own config file: merge in, take out, read.
 
-What the file looks like is the host module's business (`Host.install`, `uninstall`,
-`registered`, `trust`); this module reads, renders and writes it atomically. Every other key
-and hook of the file stays where it was.
+What the file looks like is the host module's business (`Host.parse`, `render`, `install`,
+`uninstall`, `registered`, `trust`); this module reads and writes it atomically. Every other
+key and hook of the file stays where it was.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shlex
 import sys
@@ -37,8 +36,8 @@ def config_path(host: str, scope: str, root: Path, home: Path, env: Mapping[str,
     return adapter(host).config_path(scope, root, home, env)
 
 
-def read_document(path: Path) -> dict[str, Any] | None:
-    """The file's JSON object, None when the file does not exist; InstallError when malformed."""
+def read_document(host: str, path: Path) -> dict[str, Any] | None:
+    """The host's file as a document, None when it does not exist; InstallError when malformed."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -46,22 +45,15 @@ def read_document(path: Path) -> dict[str, Any] | None:
     except OSError as exc:
         raise InstallError(f"cannot read {path}: {exc.strerror}") from None
     try:
-        data = json.loads(raw) if raw.strip() else {}
-    except ValueError as exc:
-        raise InstallError(f"{path} is not valid JSON ({exc}); it was left as it is") from None
-    if not isinstance(data, dict):
-        raise InstallError(f"{path} does not hold a JSON object; it was left as it is")
-    return data
+        return adapter(host).parse(raw)
+    except HostFileError as exc:
+        raise InstallError(f"{path}: {exc}; it was left as it is") from None
 
 
 def registered(host: str, path: Path) -> list[str]:
     """The commands of ours a host's config file registers; InstallError when malformed."""
-    document = read_document(path)
+    document = read_document(host, path)
     return adapter(host).registered(document) if document is not None else []
-
-
-def render(document: dict[str, Any]) -> bytes:
-    return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode()
 
 
 @dataclass(frozen=True)
@@ -101,9 +93,8 @@ def wire(
     changes = [change]
     if remove or trust:
         text = change.before if remove else change.after
-        edit = apply_trust(
-            host, json.loads(text or b"{}"), path, root, home, env, not remove, dry_run
-        )
+        document = adapter(host).parse(text or b"")
+        edit = apply_trust(host, document, path, root, home, env, not remove, dry_run)
         if edit is not None and (trust or edit.action != "absent"):
             changes.append(edit)
     missing = [] if remove or dry_run else adapter(host).checks(path, root, home, env)
@@ -112,7 +103,7 @@ def wire(
 
 def apply(path: Path, host: str, command: str | None, dry_run: bool) -> Change:
     """Install (`command`) or uninstall (None) our hook in one host config file."""
-    document = read_document(path)
+    document = read_document(host, path)
     if document is None and command is None:
         return Change(path, "absent", None, None)
     spec = adapter(host)
@@ -131,7 +122,7 @@ def apply(path: Path, host: str, command: str | None, dry_run: bool) -> Change:
             with contextlib.suppress(OSError):
                 path.parent.rmdir()  # the folder install made for it, if nothing else is there
         return Change(path, "removed", before, None)
-    after = render(updated)
+    after = spec.render(updated)
     if not dry_run:
         state.write_bytes(path, after, mode=_mode(path), private_dir=False)
     return Change(path, "created" if document is None else "updated", before, after)

@@ -140,9 +140,10 @@ def log(
     """A ledger event from the command line, tied to this session's run when it has one."""
     from agentcfg.claims import resolve_session, session_key
     from agentcfg.core.roadmap import scan
+    from agentcfg.hosts.registry import session_env
 
     try:
-        run: str | None = session_key(resolve_session(None, env))
+        run: str | None = session_key(resolve_session(None, env, session_env()))
     except ClaimError:
         run = None
     counts = scan(roadmap).counts

@@ -30,7 +30,9 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     shutil.copy(REPO / "roadmaps" / "demo.md", root / "roadmaps" / "demo.md")
     monkeypatch.chdir(root)
     for name in list(os.environ):
-        if name.startswith(("AGENTCFG_", "CLAUDE_", "CODEX_", "GEMINI_")):
+        if name.startswith(
+            ("AGENTCFG_", "CLAUDE_", "CODEX_", "GEMINI_", "QWEN_", "COPILOT_", "OPENCODE_")
+        ):
             monkeypatch.delenv(name)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     yield root

@@ -9,6 +9,7 @@ import click
 from agentcfg import controls
 from agentcfg.commands import emit_json, json_option, now, workspace
 from agentcfg.core.times import iso
+from agentcfg.hosts.registry import session_env
 
 
 @click.command("stop")
@@ -20,7 +21,7 @@ def stop(slug: str | None, every: bool, as_json: bool) -> None:
     if (slug is None) == (not every):
         raise click.UsageError("name one roadmap, or pass --all")
     results = controls.stop(
-        workspace(), None if every else [slug or ""], controls.who(os.environ), now()
+        workspace(), None if every else [slug or ""], controls.who(os.environ, session_env()), now()
     )
     if as_json:
         emit_json(
@@ -48,7 +49,7 @@ def stop(slug: str | None, every: bool, as_json: bool) -> None:
 @json_option
 def resume(slug: str, as_json: bool) -> None:
     """Lift the stop on roadmaps/<SLUG>.md: its runs carry on at their next fire."""
-    by = controls.who(os.environ)
+    by = controls.who(os.environ, session_env())
     result = controls.resume(workspace(), slug, by, now())
     if as_json:
         was = result.was.to_json() if result.was else None

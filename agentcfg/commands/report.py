@@ -72,6 +72,8 @@ def render(data: dict[str, Any]) -> str:
         f"question {data['handbacks']['question']}, background {data['handbacks']['background']}",
         f"  shadow would-engage    {data['shadow_would_engage']:<6} longest engagement streak: "
         f"{data['longest_engagement_streak']}",
+        f"  cut short by the host  {data['cut_short_by_host']:<6} (a new prompt came while a "
+        "continuation still held the turn)",
         f"  refusals               {_counts(data['refusals'])}",
         f"  verified {data['verified']}, marked done {data['marked_done']}, errors {data['errors']}",
     ]

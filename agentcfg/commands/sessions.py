@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import click
@@ -10,6 +11,8 @@ import click
 from agentcfg import claims, controls, loading
 from agentcfg.commands import duration, emit_json, json_option, now, workspace
 from agentcfg.core.times import format_duration
+from agentcfg.doctor import cap_findings
+from agentcfg.hosts.registry import host_of, session_env
 
 session_option = click.option(
     "--session", "session", help="Session id (default: from the environment)."
@@ -40,7 +43,7 @@ def claim_command(
     whose next turn end shows the token it prints.
     """
     ws = workspace()
-    session_id = claims.find_session(session, os.environ)
+    session_id = claims.find_session(session, os.environ, session_env())
     if session_id is None:
         pending = controls.claim_pending(
             ws, slug, now=now(), force=force, max_iterations=max_iterations, wall_clock=wall_clock
@@ -80,13 +83,16 @@ def claim_command(
             f"note: roadmap `{slug}` is in mode `{mode}`, not `autonomous`: "
             "the stop hook will not continue it."
         )
+    host = host_of(os.environ) if session is None else None
+    for finding in cap_findings(ws, host, Path.home(), os.environ, [slug]) if host else []:
+        click.echo(f"note: {finding.message}; {finding.fix}.")
 
 
 @sessions.command("release")
 @session_option
 def release_command(session: str | None) -> None:
     """Remove this session's claim and its run."""
-    session_id = claims.resolve_session(session, os.environ)
+    session_id = claims.resolve_session(session, os.environ, session_env())
     released = claims.release(workspace(), session_id)
     if released is None:
         click.echo(f"session {session_id} holds no claim")
@@ -135,7 +141,7 @@ def _line(row: dict[str, Any]) -> str:
 def show_command(session: str | None, as_json: bool) -> None:
     """This session's claim and run."""
     ws = workspace()
-    session_id = claims.resolve_session(session, os.environ)
+    session_id = claims.resolve_session(session, os.environ, session_env())
     found = claims.read_claim(ws, claims.session_key(session_id))
     row = claims.describe(ws, found, now()) if found else None
     if as_json:

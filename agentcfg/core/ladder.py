@@ -116,26 +116,43 @@ class Decision:
     event: str | None  # the ledger event, None for a silent rung
     state: RunState | None  # the run state to persist; None removes it
     changed: bool  # whether `state` differs from what was read
+    cut_short: bool = False  # the host ended the turn our last block meant to continue
 
 
 def decide(run: RunState, fire: Fire, caps: Caps) -> Decision:
-    """Walk the ladder, first match wins (DESIGN section 4, rungs 1 to 11)."""
+    """Walk the ladder, first match wins (DESIGN section 4, rungs 1 to 11).
 
+    A run's `last_reply` names the reply it last blocked until the agent is let go. A new human
+    turn arriving while it still does means the host ended that turn despite the block (its own
+    block cap, or the person stepping in): the decision says so, once.
+    """
+    if run.halted is None and run.last_reply is not None and _new_human_turn(run, fire):
+        decision = _climb(replace(run, last_reply=None), fire, caps)
+        return replace(decision, changed=True, cut_short=True)
+    return _climb(run, fire, caps)
+
+
+def _climb(run: RunState, fire: Fire, caps: Caps) -> Decision:
     def allow(event: str | None) -> Decision:
         return Decision(False, event, run, False)
 
+    def let_go(event: str) -> Decision:
+        if run.halted is not None or run.last_reply is None:
+            return allow(event)
+        return Decision(False, event, replace(run, last_reply=None), True)
+
     if fire.deferred:
-        return allow("deferred-quality-gate")
+        return allow("deferred-quality-gate")  # the gate blocked: the turn goes on
     if fire.question:
-        return allow("handback-question")
+        return let_go("handback-question")
     if fire.background:
-        return allow("handback-background")
+        return let_go("handback-background")
     if _duplicate(run, fire):
         return Decision(True, None, replace(run, repeats=run.repeats + 1), True)
     if run.halted is not None:
         return allow(None)
     if fire.open == 0 and fire.blocked > 0:
-        return allow("blocked")
+        return let_go("blocked")
     if fire.open == 0:
         return Decision(False, "complete", None, True)
     history = run.history if not _new_human_turn(run, fire) else ()

@@ -29,6 +29,7 @@ class Run:
     engagements: int = 0
     closed: int = 0
     outcome: str = "running"
+    cut_short: int = 0  # turns the host ended while a block of ours still held them
     streak: int = 0
     longest_streak: int = 0
     last_open: int | None = None
@@ -44,6 +45,7 @@ class Run:
             "engagements": self.engagements,
             "closed": self.closed,
             "outcome": self.outcome,
+            "cut_short": self.cut_short,
             "wall_seconds": round(self.last - self.started, 3),
             "burndown": list(self.burndown),
         }
@@ -80,6 +82,7 @@ class Report:
                 "background": self.events["handback-background"],
             },
             "shadow_would_engage": self.events["shadow-engage"],
+            "cut_short_by_host": self.events["cut-short"],
             "longest_engagement_streak": self.longest_streak,
             "refusals": dict(sorted(self.refusals.items())),
             "verified": self.events["verified"],
@@ -171,6 +174,8 @@ def _apply(report: Report, run: Run, name: str, event: dict[str, Any], at: float
         run.last_open = open_count
     if name in ("engage", "blocked"):
         run.outcome = "running" if name == "engage" else "blocked"
+    if name == "cut-short":
+        run.cut_short += 1
     if name == "engage":
         run.engagements += 1
         report.engagements += 1

@@ -39,6 +39,8 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
         def config_path(
             self, scope: str, root: Path, home: Path, env: Mapping[str, str]
         ) -> Path: ...
+        def parse(self, raw: bytes) -> dict[str, Any]: ...  # the config file as a document
+        def render(self, document: dict[str, Any]) -> bytes: ...
         def install(self, document: dict[str, Any], command: str) -> dict[str, Any]: ...
         def uninstall(self, document: dict[str, Any]) -> dict[str, Any]: ...
         def registered(self, document: Mapping[str, Any]) -> list[str]: ...
@@ -55,6 +57,11 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
             env: Mapping[str, str],
             grant: bool,
         ) -> TrustEdit | None: ...
+        def block_cap(
+            self, root: Path, home: Path, env: Mapping[str, str]
+        ) -> tuple[int, str] | None:
+            """How many blocks one prompt takes before the host ends it, and how a person can
+            go further; None when the host has no such cap."""
 
 
 HOOK_TIMEOUT = 30  # seconds a host waits on the hook; the stop chain itself gives up after 3
@@ -144,6 +151,22 @@ def count_tasks(value: object) -> int:
     return 0
 
 
+def claude_style_event(payload: Mapping[str, object], host: str) -> StopEvent:
+    """The StopEvent of a Claude Code `Stop`/`SubagentStop` payload, or of a host that copies
+    its shape; `prompt_id` names the person's turn."""
+    return StopEvent(
+        session_id=text(payload, "session_id"),
+        turn_id=text(payload, "prompt_id"),
+        transcript_path=text(payload, "transcript_path"),
+        cwd=text(payload, "cwd"),
+        last_assistant_message=message(payload, "last_assistant_message"),
+        stop_hook_active=payload.get("stop_hook_active") is True,
+        is_subagent=payload.get("hook_event_name") == "SubagentStop",
+        background_tasks=count_tasks(payload.get("background_tasks")),
+        host=host,
+    )
+
+
 def exit_two(text: str) -> Answer:
     """The block of the hosts that read exit 2 and the reason on stderr."""
     return Answer(2, stderr=text + "\n")
@@ -164,6 +187,25 @@ def read_json_file(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def parse_json(raw: bytes) -> dict[str, Any]:
+    """A JSON config file's object; HostFileError when it holds anything else."""
+    import json
+
+    try:
+        data = json.loads(raw) if raw.strip() else {}
+    except ValueError as exc:
+        raise HostFileError(f"it is not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise HostFileError("it does not hold a JSON object")
+    return data
+
+
+def render_json(document: Mapping[str, Any]) -> bytes:
+    import json
+
+    return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode()
 
 
 def is_ours(command: object) -> bool:

@@ -37,19 +37,9 @@ def cwd_of(payload: Mapping[str, object]) -> str:
 
 
 def to_event(payload: Mapping[str, object]) -> StopEvent:
-    from agentcfg.hosts.base import StopEvent, count_tasks, message, text
+    from agentcfg.hosts.base import claude_style_event
 
-    return StopEvent(
-        session_id=text(payload, "session_id"),
-        turn_id=text(payload, "prompt_id"),
-        transcript_path=text(payload, "transcript_path"),
-        cwd=text(payload, "cwd"),
-        last_assistant_message=message(payload, "last_assistant_message"),
-        stop_hook_active=payload.get("stop_hook_active") is True,
-        is_subagent=payload.get("hook_event_name") == "SubagentStop",
-        background_tasks=count_tasks(payload.get("background_tasks")),
-        host=NAME,
-    )
+    return claude_style_event(payload, NAME)
 
 
 def block(text: str) -> Answer:
@@ -66,6 +56,18 @@ def allow(note: str) -> Answer:
 
 def config_path(scope: str, root: Path, home: Path, env: Mapping[str, str]) -> Path:
     return (root if scope == "project" else home) / ".claude" / "settings.json"
+
+
+def parse(raw: bytes) -> dict[str, Any]:
+    from agentcfg.hosts.base import parse_json
+
+    return parse_json(raw)
+
+
+def render(document: dict[str, Any]) -> bytes:
+    from agentcfg.hosts.base import render_json
+
+    return render_json(document)
 
 
 def install(document: dict[str, Any], command: str) -> dict[str, Any]:
@@ -139,3 +141,7 @@ def trust(
     grant: bool,
 ) -> TrustEdit | None:
     return None  # no trust of its own for agentcfg to write
+
+
+def block_cap(root: Path, home: Path, env: Mapping[str, str]) -> tuple[int, str] | None:
+    return None  # 8 blocks in a row at most, but a tool call resets the count: work never meets it

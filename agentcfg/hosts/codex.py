@@ -78,6 +78,18 @@ def codex_home(home: Path, env: Mapping[str, str]) -> Path:
     return Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home / ".codex"
 
 
+def parse(raw: bytes) -> dict[str, Any]:
+    from agentcfg.hosts.base import parse_json
+
+    return parse_json(raw)
+
+
+def render(document: dict[str, Any]) -> bytes:
+    from agentcfg.hosts.base import render_json
+
+    return render_json(document)
+
+
 def install(document: dict[str, Any], command: str) -> dict[str, Any]:
     from agentcfg.hosts.base import HOOK_TIMEOUT, install_hook
 
@@ -289,3 +301,7 @@ def probe(cwd: str) -> Probe:
         "last_assistant_message": "probe",
     }
     return Probe(payload, Answer(0))  # allowed: exit 0 and nothing on stdout or stderr
+
+
+def block_cap(root: Path, home: Path, env: Mapping[str, str]) -> tuple[int, str] | None:
+    return None

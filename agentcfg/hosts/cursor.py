@@ -79,6 +79,18 @@ def config_path(scope: str, root: Path, home: Path, env: Mapping[str, str]) -> P
     return (root if scope == "project" else home) / ".cursor" / "hooks.json"
 
 
+def parse(raw: bytes) -> dict[str, Any]:
+    from agentcfg.hosts.base import parse_json
+
+    return parse_json(raw)
+
+
+def render(document: dict[str, Any]) -> bytes:
+    from agentcfg.hosts.base import render_json
+
+    return render_json(document)
+
+
 def install(document: dict[str, Any], command: str) -> dict[str, Any]:
     from agentcfg.hosts.base import install_hook
 
@@ -137,3 +149,7 @@ def trust(
     grant: bool,
 ) -> TrustEdit | None:
     return None  # no trust of its own for agentcfg to write
+
+
+def block_cap(root: Path, home: Path, env: Mapping[str, str]) -> tuple[int, str] | None:
+    return None

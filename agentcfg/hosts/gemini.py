@@ -126,6 +126,18 @@ def gemini_home(home: Path, env: Mapping[str, str]) -> Path:
     return Path(env["GEMINI_CLI_HOME"]) if env.get("GEMINI_CLI_HOME") else home
 
 
+def parse(raw: bytes) -> dict[str, Any]:
+    from agentcfg.hosts.base import parse_json
+
+    return parse_json(raw)
+
+
+def render(document: dict[str, Any]) -> bytes:
+    from agentcfg.hosts.base import render_json
+
+    return render_json(document)
+
+
 def install(document: dict[str, Any], command: str) -> dict[str, Any]:
     from agentcfg.hosts.base import HOOK_TIMEOUT, install_hook
 
@@ -238,3 +250,7 @@ def trust(
     grant: bool,
 ) -> TrustEdit | None:
     return None  # folder trust is the person's to give in Gemini CLI; `checks` says how
+
+
+def block_cap(root: Path, home: Path, env: Mapping[str, str]) -> tuple[int, str] | None:
+    return None

@@ -12,17 +12,21 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from agentcfg.hosts import claude, codex, cursor, gemini
+    from agentcfg.hosts import claude, codex, copilot, cursor, gemini, opencode, qwen
     from agentcfg.hosts.base import Host
 
     # mypy checks here that every host module provides the whole protocol
     _CLAUDE: Host = claude
     _CODEX: Host = codex
+    _COPILOT: Host = copilot
     _CURSOR: Host = cursor
     _GEMINI: Host = gemini
+    _OPENCODE: Host = opencode
+    _QWEN: Host = qwen
 
-# Recognition order: the most specific payloads first; Claude Code is the fallback.
-HOSTS = ("gemini", "cursor", "codex", "claude")
+# Recognition order: the most specific payloads first; Claude Code is the fallback. Qwen's and
+# Copilot's Claude-style payloads carry fields of their own, so they come before Claude's.
+HOSTS = ("gemini", "cursor", "codex", "opencode", "qwen", "copilot", "claude")
 DEFAULT = "claude"
 
 
@@ -43,3 +47,18 @@ def detect(payload: Mapping[str, object]) -> Host:
         if host.recognises(payload):
             return host
     return adapter(DEFAULT)
+
+
+def session_env() -> tuple[str, ...]:
+    """The variables that give the agent's shell its session id, every host's. When several are
+    set the first wins: Claude Code's, then the others in reverse recognition order."""
+    return tuple(variable for name in reversed(HOSTS) for variable in adapter(name).SESSION_ENV)
+
+
+def host_of(env: Mapping[str, str]) -> Host | None:
+    """The host whose session variable the environment sets (the first, as `session_env`)."""
+    for name in reversed(HOSTS):
+        host = adapter(name)
+        if any(env.get(variable) for variable in host.SESSION_ENV):
+            return host
+    return None

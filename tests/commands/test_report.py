@@ -33,6 +33,7 @@ HAND_MADE = [
     json.dumps({"event": "engage", "at": "yesterday"}),
     line("claimed", "11:00:00", run="bbbb2222", slug="other"),
     line("engage", "11:00:05", run="bbbb2222", slug="other", open=2),
+    line("cut-short", "11:00:08", run="bbbb2222", slug="other", open=2),
     line("engage", "11:00:10", run="bbbb2222", slug="other", open=2),
     line("engage", "11:00:15", run="bbbb2222", slug="other", open=2),
     line("halt-stall", "11:00:20", run="bbbb2222", slug="other", open=2),
@@ -66,10 +67,12 @@ def test_hand_made_ledger_figures() -> None:
     assert data["handbacks"] == {"question": 1, "background": 1}
     assert (data["shadow_would_engage"], data["deferred_to_quality_gate"]) == (1, 1)
     assert data["longest_engagement_streak"] == 4
+    assert data["cut_short_by_host"] == 1
     assert (data["verified"], data["marked_done"], data["errors"]) == (1, 1, 1)
     rows = {(r["run"], r["outcome"]): r for r in data["rows"]}
     assert rows[("aaaa1111", "blocked")]["burndown"] == [5, 4, 3, 1]
     assert rows[("cccc3333", "running")]["engagements"] == 1  # a new run after `complete`
+    assert [r["cut_short"] for r in data["rows"] if r["run"] == "bbbb2222"] == [1]
 
 
 def test_filters() -> None:

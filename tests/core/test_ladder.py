@@ -91,7 +91,7 @@ def test_halted_run_never_matches_a_duplicate() -> None:
 def test_blocked_only() -> None:
     d = decide(engaged(), fire(open=0, blocked=2, reply="r2"), CAPS)
     assert outcome(d) == (False, "blocked")
-    assert not d.changed
+    assert d.state is not None and d.state.last_reply is None  # the agent is let go
 
 
 def test_complete_removes_the_run() -> None:
@@ -195,3 +195,32 @@ def test_blocks_never_exceed_three_times_the_cap(
         run = d.state if d.changed else run
         assert blocks <= 3 * cap
         assert engages <= cap
+
+
+def test_a_new_prompt_while_a_block_still_held_the_turn_is_a_cut_short_run() -> None:
+    d = decide(engaged(), fire(turn="t2", reply="r2"), CAPS)
+    assert d.cut_short and outcome(d) == (True, "engage")
+    assert d.state is not None and d.state.last_turn == "t2"
+    again = decide(d.state, fire(turn="t2", reply="r3", now=T0 + 20), CAPS)
+    assert not again.cut_short  # said once
+
+
+@pytest.mark.parametrize(
+    "changes", [{"question": True}, {"background": True}, {"open": 0, "blocked": 1}]
+)
+def test_a_new_prompt_after_the_agent_was_let_go_is_no_cut_short(
+    changes: dict[str, object],
+) -> None:
+    let_go = decide(engaged(), fire(reply="r2", **changes), CAPS)
+    assert let_go.state is not None and let_go.changed
+    later = decide(let_go.state, fire(turn="t2", reply="r3", open=2), CAPS)
+    assert not later.cut_short and outcome(later) == (True, "engage")
+
+
+def test_a_cut_short_run_is_recorded_even_when_the_next_decision_allows() -> None:
+    d = decide(engaged(), fire(turn="t2", reply="r2", deferred=True), CAPS)
+    assert d.cut_short and outcome(d) == (False, "deferred-quality-gate")
+    assert d.changed and d.state is not None and d.state.last_reply is None
+    assert not decide(d.state, fire(turn="t2", reply="r3"), CAPS).cut_short
+    assert not decide(engaged(halted="halt-stall"), fire(turn="t2"), CAPS).cut_short
+    assert not decide(engaged(), fire(turn=""), CAPS).cut_short  # no turn id: no new turn

@@ -56,8 +56,13 @@ def test_captured_payloads_of_one_turn_then_a_new_turn(claimed: Path) -> None:
     codes = [fire(claimed, fixture_payload(n, claimed)).returncode for n in (1, 2, 3, 4)]
     assert codes == [2, 2, 2, 2]
     entries = ledger(claimed)
-    assert [e["iterations"] for e in entries] == [1, 2, 3, 4]
+    assert [(e["event"], e["iterations"]) for e in entries] == [
+        ("engage", 1), ("engage", 2), ("engage", 3),
+        ("cut-short", 3),  # the new prompt came while the third block still held the turn
+        ("engage", 4),
+    ]  # fmt: skip
     assert {e["turn"] for e in entries[:3]} == {"5707e005-e6dc-41c3-bbbe-699f84918742"}
+    assert entries[3]["turn"] == entries[4]["turn"] != entries[0]["turn"]
 
 
 def test_without_a_claim_the_hook_allows_silently(ws: Path) -> None:

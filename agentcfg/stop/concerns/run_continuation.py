@@ -62,6 +62,8 @@ class RunContinuation:
             else:
                 state.write_json(path, decision.state.to_json())  # OSError: allow, above
         after = decision.state or run
+        if decision.cut_short:
+            ctx.log("cut-short", iterations=run.iterations, reply=run.last_reply)
         if decision.event is not None:
             extra: dict[str, object] = {}
             if decision.event == "engage" and scanned.next:

@@ -1,0 +1,199 @@
+"""GitHub Copilot CLI: `agentStop` hooks in `.github/hooks/<file>.json` (or `~/.copilot/hooks/`).
+
+Copilot ignores exit 2: a block is `{"decision": "block", "reason": ...}` on stdout with exit 0.
+Its payload is camelCase (`sessionId`, `transcriptPath`, `stopReason`), or Claude-shaped when
+registered in the Claude format, and carries neither the last message nor a prompt id: both
+come from its `events.jsonl` transcript. It ends a prompt after 8 blocks, with no setting.
+Project hooks fire in `-p` only in a trusted folder (`--trust-folder`).
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+    from typing import Any
+
+    from agentcfg.hosts.base import Answer, Finding, Probe, StopEvent, TrustEdit
+
+NAME = "copilot"
+TITLE = "Copilot CLI"
+IDLE = ""
+SESSION_ENV = ("COPILOT_AGENT_SESSION_ID",)
+PROVEN = True
+EVENT = "agentStop"
+FILE = "agentcfg.json"
+BLOCK_CAP = 8
+OWN_TEXTS = ("run-continuation:", "turn-end-gate:")
+
+
+def recognises(payload: Mapping[str, object]) -> bool:
+    return "sessionId" in payload or (
+        payload.get("hook_event_name") == "Stop" and "stop_reason" in payload
+    )
+
+
+def session_of(payload: Mapping[str, object]) -> str:
+    for name in ("sessionId", "session_id"):
+        value = payload.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def cwd_of(payload: Mapping[str, object]) -> str:
+    value = payload.get("cwd")
+    return value if isinstance(value, str) else ""
+
+
+def to_event(payload: Mapping[str, object]) -> StopEvent:
+    from agentcfg.hosts.base import StopEvent, text
+
+    transcript = text(payload, "transcriptPath") or text(payload, "transcript_path")
+    turn, final = read_events(transcript)
+    reason = (text(payload, "stopReason") or text(payload, "stop_reason")).lower()
+    return StopEvent(
+        session_id=session_of(payload),
+        turn_id=turn,
+        transcript_path=transcript,
+        cwd=cwd_of(payload),
+        last_assistant_message=final,
+        stop_hook_active=payload.get("stop_hook_active") is True,
+        is_subagent=False,  # subagents stop through `subagentStop`, which we do not register
+        background_tasks=0,
+        host=NAME,
+        interrupted=any(word in reason for word in ("abort", "cancel", "interrupt")),
+    )
+
+
+def read_events(path: str) -> tuple[str, str | None]:
+    """From the tail of `events.jsonl`: the id of the person's latest prompt ("" when the tail
+    holds none) and the text of the reply since the last message to the agent (None: unknown)."""
+    import json
+
+    from agentcfg.transcript import read_tail
+
+    data = read_tail(path)
+    if not data:
+        return "", None
+    final: str | None = None
+    for line in reversed(data.split(b"\n")):  # a partial first line does not parse: skipped
+        if b'"assistant.message"' not in line and b'"user.message"' not in line:
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        data = record.get("data") if isinstance(record, dict) else None
+        if not isinstance(data, dict) or not isinstance(data.get("content"), str):
+            continue
+        content = data["content"]
+        if record.get("type") == "assistant.message":
+            if final is None and content.strip():
+                final = content
+        elif record.get("type") == "user.message":
+            if final is None:
+                final = ""  # the agent has not written since it was last spoken to
+            if not content.lstrip().startswith(OWN_TEXTS):
+                ident = data.get("messageId") or record.get("id")
+                return (f"prompt-{ident}" if isinstance(ident, str) else ""), final
+    return "", final
+
+
+def block(text: str) -> Answer:
+    from agentcfg.hosts.base import Answer, json_line
+
+    return Answer(0, stdout=json_line({"decision": "block", "reason": text}))
+
+
+def allow(note: str) -> Answer:
+    from agentcfg.hosts.base import Answer
+
+    return Answer(0)  # Copilot shows nothing of an agentStop hook that allows
+
+
+def config_path(scope: str, root: Path, home: Path, env: Mapping[str, str]) -> Path:
+    if scope == "project":
+        return root / ".github" / "hooks" / FILE
+    return home / ".copilot" / "hooks" / FILE
+
+
+def parse(raw: bytes) -> dict[str, Any]:
+    from agentcfg.hosts.base import parse_json
+
+    return parse_json(raw)
+
+
+def render(document: dict[str, Any]) -> bytes:
+    from agentcfg.hosts.base import render_json
+
+    return render_json(document)
+
+
+def install(document: dict[str, Any], command: str) -> dict[str, Any]:
+    from agentcfg.hosts.base import HOOK_TIMEOUT, install_hook
+
+    if "version" not in document:
+        document = {"version": 1, **document}
+    entry = {"type": "command", "bash": command, "timeoutSec": HOOK_TIMEOUT}
+    return install_hook(document, EVENT, entry, key="bash")
+
+
+def uninstall(document: dict[str, Any]) -> dict[str, Any]:
+    from agentcfg.hosts.base import uninstall_hook
+
+    result = uninstall_hook(document, EVENT, key="bash", grouped=False)
+    return {} if result == {"version": 1} else result
+
+
+def registered(document: Mapping[str, Any]) -> list[str]:
+    from agentcfg.hosts.base import registered_commands
+
+    return registered_commands(document, EVENT, key="bash", grouped=False)
+
+
+def checks(path: Path, root: Path, home: Path, env: Mapping[str, str]) -> list[Finding]:
+    from agentcfg.hosts.base import Finding
+
+    if not path.is_relative_to(root):
+        return []
+    return [
+        Finding(
+            "warning",
+            NAME,
+            "Copilot runs a project's hooks only in a folder it trusts: in `copilot -p` that "
+            "takes `--trust-folder` (or COPILOT_ALLOW_ALL=true), else the hook is skipped "
+            "without a word",
+            "trust the folder once in an interactive `copilot`, or pass --trust-folder with -p",
+        )
+    ]
+
+
+def probe(cwd: str) -> Probe:
+    from agentcfg.hosts.base import PROBE_SESSION, Answer, Probe
+
+    payload: dict[str, object] = {
+        "sessionId": PROBE_SESSION,
+        "timestamp": 0,
+        "cwd": cwd,
+        "transcriptPath": "",
+        "stopReason": "end_turn",
+        "stop_hook_active": False,
+    }
+    return Probe(payload, Answer(0))  # allowed: exit 0, no decision on stdout
+
+
+def trust(
+    document: Mapping[str, Any],
+    path: Path,
+    root: Path,
+    home: Path,
+    env: Mapping[str, str],
+    grant: bool,
+) -> TrustEdit | None:
+    return None  # folder trust is the person's to give in Copilot CLI; `checks` says how
+
+
+def block_cap(root: Path, home: Path, env: Mapping[str, str]) -> tuple[int, str] | None:
+    return BLOCK_CAP, "no setting raises it: send another prompt (`copilot --continue`) to go on"

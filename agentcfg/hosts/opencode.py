@@ -1,0 +1,196 @@
+"""OpenCode: no shell stop hook, so install writes our own plugin, `.opencode/plugin/agentcfg.js`
+(its source is `opencode_plugin.js` beside this module).
+
+On `session.idle` of a top-level session the plugin sends `agentcfg hook stop --host opencode`
+a payload it builds from the session's messages (the person's latest prompt id, the last reply,
+whether the last message was one of ours) and continues the session with a block's reason. It
+gives the agent's shell the session id as OPENCODE_SESSION_ID. Headless, only `opencode serve`
+with `opencode run --attach` keeps a session alive for a continuation; plain `opencode run`
+exits at the first idle.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+    from typing import Any
+
+    from agentcfg.hosts.base import Answer, Finding, Probe, StopEvent, TrustEdit
+
+NAME = "opencode"
+TITLE = "OpenCode"
+IDLE = ""
+SESSION_ENV = ("OPENCODE_SESSION_ID",)
+PROVEN = True
+EVENT = "session.idle"
+FILE = "agentcfg.js"
+HEADER = "// agentcfg stop hook for OpenCode"
+COMMAND_LINE = "const COMMAND = []; // the hook command, filled in at install"
+
+
+def recognises(payload: Mapping[str, object]) -> bool:
+    return payload.get("hook_event_name") == EVENT
+
+
+def session_of(payload: Mapping[str, object]) -> str:
+    value = payload.get("session_id")
+    return value if isinstance(value, str) else ""
+
+
+def cwd_of(payload: Mapping[str, object]) -> str:
+    value = payload.get("cwd")
+    return value if isinstance(value, str) else ""
+
+
+def to_event(payload: Mapping[str, object]) -> StopEvent:
+    from agentcfg.hosts.base import StopEvent, message, text
+
+    return StopEvent(
+        session_id=text(payload, "session_id"),
+        turn_id=text(payload, "prompt_id"),
+        transcript_path="",  # the messages live in OpenCode's database
+        cwd=text(payload, "cwd"),
+        last_assistant_message=message(payload, "last_assistant_message"),
+        stop_hook_active=payload.get("stop_hook_active") is True,
+        is_subagent=False,  # the plugin never asks for a subagent's session
+        background_tasks=0,
+        host=NAME,
+        interrupted=payload.get("interrupted") is True,
+    )
+
+
+def block(text: str) -> Answer:
+    from agentcfg.hosts.base import Answer, json_line
+
+    return Answer(0, stdout=json_line({"decision": "block", "reason": text}))
+
+
+def allow(note: str) -> Answer:
+    from agentcfg.hosts.base import Answer, json_line
+
+    return Answer(0, stdout=json_line({"systemMessage": note})) if note else Answer(0)
+
+
+def config_path(scope: str, root: Path, home: Path, env: Mapping[str, str]) -> Path:
+    if scope == "project":
+        return root / ".opencode" / "plugin" / FILE
+    from pathlib import Path
+
+    config = env.get("XDG_CONFIG_HOME")
+    return (Path(config) if config else home / ".config") / "opencode" / "plugin" / FILE
+
+
+def parse(raw: bytes) -> dict[str, Any]:
+    """The plugin file as {"source": text}."""
+    return {"source": raw.decode("utf-8", "replace")} if raw else {}
+
+
+def render(document: dict[str, Any]) -> bytes:
+    return str(document.get("source", "")).encode()
+
+
+def install(document: dict[str, Any], command: str) -> dict[str, Any]:
+    from agentcfg.hosts.base import HostFileError
+
+    if document and not _ours(document):
+        raise HostFileError("it is not the plugin agentcfg writes")
+    return {"source": plugin_source(command)}
+
+
+def uninstall(document: dict[str, Any]) -> dict[str, Any]:
+    return {} if _ours(document) else document
+
+
+def registered(document: Mapping[str, Any]) -> list[str]:
+    import json
+    import shlex
+
+    if not _ours(document):
+        return []
+    prefix = "const COMMAND = "
+    for line in str(document["source"]).splitlines():
+        if line.startswith(prefix):
+            try:
+                words, _ = json.JSONDecoder().raw_decode(line, len(prefix))
+            except ValueError:
+                return []
+            ok = isinstance(words, list) and words and all(isinstance(w, str) for w in words)
+            return [shlex.join(words)] if ok else []
+    return []
+
+
+def checks(path: Path, root: Path, home: Path, env: Mapping[str, str]) -> list[Finding]:
+    from agentcfg.hosts.base import Finding
+
+    found = [
+        Finding(
+            "ok",
+            NAME,
+            "headless, OpenCode continues a session only under `opencode serve` with "
+            "`opencode run --attach`; plain `opencode run` exits at the first idle",
+        )
+    ]
+    try:
+        source = path.read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return found
+    commands = registered({"source": source})
+    if commands and source != plugin_source(commands[0]):
+        found.append(
+            Finding(
+                "warning",
+                NAME,
+                f"{path} is not the plugin this agentcfg writes",
+                f"agentcfg hooks install --host {NAME}"
+                + ("" if path.is_relative_to(root) else " --scope user"),
+            )
+        )
+    return found
+
+
+def probe(cwd: str) -> Probe:
+    from agentcfg.hosts.base import PROBE_SESSION, Answer, Probe
+
+    payload: dict[str, object] = {
+        "hook_event_name": EVENT,
+        "session_id": PROBE_SESSION,
+        "cwd": cwd,
+        "prompt_id": "probe",
+        "last_assistant_message": "probe",
+        "stop_hook_active": False,
+        "interrupted": False,
+    }
+    return Probe(payload, Answer(0))  # allowed: exit 0, nothing for the plugin to do
+
+
+def trust(
+    document: Mapping[str, Any],
+    path: Path,
+    root: Path,
+    home: Path,
+    env: Mapping[str, str],
+    grant: bool,
+) -> TrustEdit | None:
+    return None  # OpenCode loads a project's plugins without asking
+
+
+def block_cap(root: Path, home: Path, env: Mapping[str, str]) -> tuple[int, str] | None:
+    return None  # the plugin continues as long as the hook blocks
+
+
+def plugin_source(command: str) -> str:
+    """Our plugin with `command` written in as its argument list."""
+    import json
+    import shlex
+    from pathlib import Path
+
+    template = (Path(__file__).parent / "opencode_plugin.js").read_text(encoding="utf-8")
+    filled = COMMAND_LINE.replace("[]", json.dumps(shlex.split(command)), 1)
+    return template.replace(COMMAND_LINE, filled, 1)
+
+
+def _ours(document: Mapping[str, Any]) -> bool:
+    source = document.get("source")
+    return isinstance(source, str) and source.startswith(HEADER)

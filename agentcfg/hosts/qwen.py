@@ -1,0 +1,178 @@
+"""Qwen Code: Claude-style `Stop` hooks in `.qwen/settings.json`; exit 2 hands stderr to the model.
+
+Its payload is Claude's plus fields of its own (`crons`, `context_usage`, `context_limit`).
+`prompt_id` names the person's prompt and stays the same through continuations. Qwen ends a
+prompt after 8 blocks in a row unless `QWEN_CODE_STOP_HOOK_BLOCK_CAP` (at most 100) says
+otherwise: install sets that variable in the settings' `env`, which Qwen exports at start.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+    from typing import Any
+
+    from agentcfg.hosts.base import Answer, Finding, Probe, StopEvent, TrustEdit
+
+NAME = "qwen"
+TITLE = "Qwen Code"
+IDLE = ""
+SESSION_ENV = ("QWEN_CODE_SESSION_ID",)
+PROVEN = True
+EVENT = "Stop"
+OWN_FIELDS = ("crons", "context_usage", "context_limit")
+CAP_ENV = "QWEN_CODE_STOP_HOOK_BLOCK_CAP"
+CAP_SETTING = "stopHookBlockingCap"
+DEFAULT_CAP, MAX_CAP = 8, 100
+
+
+def recognises(payload: Mapping[str, object]) -> bool:
+    return payload.get("hook_event_name") in ("Stop", "SubagentStop") and any(
+        name in payload for name in OWN_FIELDS
+    )
+
+
+def session_of(payload: Mapping[str, object]) -> str:
+    value = payload.get("session_id")
+    return value if isinstance(value, str) else ""
+
+
+def cwd_of(payload: Mapping[str, object]) -> str:
+    value = payload.get("cwd")
+    return value if isinstance(value, str) else ""
+
+
+def to_event(payload: Mapping[str, object]) -> StopEvent:
+    from agentcfg.hosts.base import claude_style_event
+
+    return claude_style_event(payload, NAME)
+
+
+def block(text: str) -> Answer:
+    from agentcfg.hosts.base import exit_two
+
+    return exit_two(text)
+
+
+def allow(note: str) -> Answer:
+    from agentcfg.hosts.base import Answer, json_line
+
+    return Answer(0, stdout=json_line({"systemMessage": note})) if note else Answer(0)
+
+
+def config_path(scope: str, root: Path, home: Path, env: Mapping[str, str]) -> Path:
+    return (root if scope == "project" else home) / ".qwen" / "settings.json"
+
+
+def parse(raw: bytes) -> dict[str, Any]:
+    from agentcfg.hosts.base import parse_json
+
+    return parse_json(raw)
+
+
+def render(document: dict[str, Any]) -> bytes:
+    from agentcfg.hosts.base import render_json
+
+    return render_json(document)
+
+
+def install(document: dict[str, Any], command: str) -> dict[str, Any]:
+    """Our Stop hook, and the block cap raised to Qwen's ceiling unless the file sets one."""
+    from agentcfg.hosts.base import HOOK_TIMEOUT, HostFileError, install_hook
+
+    entry = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT}
+    result = install_hook(document, EVENT, entry, group={})
+    env = result.get("env", {})
+    if not isinstance(env, dict):
+        raise HostFileError("its `env` is not an object")
+    if CAP_ENV not in env and CAP_SETTING not in result:
+        result["env"] = {**env, CAP_ENV: str(MAX_CAP)}
+    return result
+
+
+def uninstall(document: dict[str, Any]) -> dict[str, Any]:
+    """Without our hook, nor the cap install set (a cap of another value is the person's)."""
+    from agentcfg.hosts.base import uninstall_hook
+
+    result = uninstall_hook(document, EVENT)
+    env = result.get("env")
+    if isinstance(env, dict) and env.get(CAP_ENV) == str(MAX_CAP):
+        del env[CAP_ENV]
+        if not env:
+            del result["env"]
+    return result
+
+
+def registered(document: Mapping[str, Any]) -> list[str]:
+    from agentcfg.hosts.base import registered_commands
+
+    return registered_commands(document, EVENT)
+
+
+def checks(path: Path, root: Path, home: Path, env: Mapping[str, str]) -> list[Finding]:
+    return []
+
+
+def probe(cwd: str) -> Probe:
+    from agentcfg.hosts.base import PROBE_SESSION, Answer, Probe
+
+    payload: dict[str, object] = {
+        "session_id": PROBE_SESSION,
+        "transcript_path": "",
+        "cwd": cwd,
+        "hook_event_name": EVENT,
+        "prompt_id": "probe",
+        "stop_hook_active": False,
+        "last_assistant_message": "probe",
+        "background_tasks": [],
+        "crons": [],
+        "context_usage": 0,
+        "context_limit": 0,
+    }
+    return Probe(payload, Answer(0))  # allowed: exit 0 and nothing on stdout or stderr
+
+
+def trust(
+    document: Mapping[str, Any],
+    path: Path,
+    root: Path,
+    home: Path,
+    env: Mapping[str, str],
+    grant: bool,
+) -> TrustEdit | None:
+    return None  # no trust of its own for agentcfg to write
+
+
+def block_cap(root: Path, home: Path, env: Mapping[str, str]) -> tuple[int, str] | None:
+    fix = (
+        f"`agentcfg hooks install --host qwen` raises it to {MAX_CAP}, Qwen's ceiling "
+        f"({CAP_ENV} in .qwen/settings.json); past that, send another prompt to go on"
+    )
+    return _cap(root, home, env), fix
+
+
+def _cap(root: Path, home: Path, env: Mapping[str, str]) -> int:
+    """Qwen's own rule: the variable (from the process, else a settings `env`), else the
+    `stopHookBlockingCap` setting, else 8; at most 100. The project's settings win over the
+    user's."""
+    from agentcfg.hosts.base import read_json_file
+
+    found = (read_json_file(config_path(scope, root, home, env)) for scope in ("project", "user"))
+    documents = [document for document in found if document is not None]
+    variable = env.get(CAP_ENV, "").strip()
+    for document in documents:
+        if variable:
+            break
+        settings_env = document.get("env")
+        if isinstance(settings_env, dict) and isinstance(settings_env.get(CAP_ENV), str):
+            variable = settings_env[CAP_ENV].strip()
+    if variable:
+        return _capped(int(variable)) if variable.lstrip("-").isdigit() else DEFAULT_CAP
+    setting = next((d[CAP_SETTING] for d in documents if CAP_SETTING in d), None)
+    return _capped(setting) if isinstance(setting, (int, float)) else DEFAULT_CAP
+
+
+def _capped(value: float) -> int:
+    return int(min(value, MAX_CAP)) if value >= 1 else DEFAULT_CAP

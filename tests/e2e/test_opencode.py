@@ -1,0 +1,119 @@
+"""The real OpenCode, headless under `opencode serve` with `opencode run --attach`, against a
+scripted model: the plugin `hooks install` writes answers each idle of the session, continues it
+with the hook's text, gives the agent's shell OPENCODE_SESSION_ID for the claim, and lets the
+session rest when the run ends.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from agentcfg.claims import session_key
+from tests.e2e.more_hosts import AGENTCFG, CACHE, events, host_binary, ledger, ticked, workspace
+from tests.e2e.openai_model import USAGE, Script, serve
+
+# OpenCode installs its plugin package into every config folder it loads at start (64 MB from
+# the registry); a pinned copy made once by `make e2e` spares each run that download.
+PLUGIN_DEPS = CACHE / "opencode-plugin-1.18.33"
+QUIET = {
+    "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+    "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+    "OPENCODE_DISABLE_SHARE": "1",
+}  # fmt: skip
+
+
+def get(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return json.loads(response.read() or b"null")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def opencode(root: Path, env: dict[str, str], script: Script) -> list[dict[str, Any]]:
+    """One prompt through a served OpenCode, waited on until the session stays idle; the
+    session's messages."""
+    model = serve(script)
+    (root / "opencode.json").write_text(json.dumps({
+        "provider": {"fake": {
+            "npm": "@ai-sdk/openai-compatible", "name": "fake",
+            "options": {"baseURL": f"http://127.0.0.1:{model.server_address[1]}/v1", "apiKey": "sk-local"},
+            "models": {"m": {"name": "m", "tool_call": True}},
+        }},
+        "model": "fake/m", "small_model": "fake/m", "permission": {"bash": "allow"},
+    }))  # fmt: skip
+    for folder in (root / ".opencode", Path(env["HOME"]) / ".config" / "opencode"):
+        shutil.copytree(PLUGIN_DEPS, folder, dirs_exist_ok=True)
+    port, env = free_port(), {**env, **QUIET}
+    url = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [host_binary("opencode"), "serve", "--port", str(port), "--hostname", "127.0.0.1"],
+        cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                get(url + "/session/status")
+                break
+            except OSError:
+                time.sleep(0.3)
+        run = subprocess.run(
+            [host_binary("opencode"), "run", "--attach", url, "--dir", str(root), "--format", "json",
+             "Work through roadmaps/e2e.md."],
+            cwd=root, env=env, capture_output=True, text=True, timeout=180,
+            stdin=subprocess.DEVNULL, check=False,
+        )  # fmt: skip
+        assert run.returncode == 0, run.stderr[-2000:]
+        quiet = 0
+        while quiet < 8 and time.monotonic() < deadline + 120:  # idle, and no continuation due
+            quiet = quiet + 1 if get(url + "/session/status") == {} else 0
+            time.sleep(0.5)
+        (session,) = get(url + "/session")
+        messages: list[dict[str, Any]] = get(f"{url}/session/{session['id']}/message")
+        return messages
+    finally:
+        server.terminate()
+        server.wait(30)
+        model.shutdown()
+
+
+def test_a_run_that_completes(tmp_path: Path) -> None:
+    root, env = workspace(tmp_path, "opencode", steps=3)
+    script = Script("e2e", AGENTCFG)
+    messages = opencode(root, env, script)
+    seen = events(root)
+    assert seen[0] == "claimed" and seen[-1] == "complete", seen
+    assert seen.count("engage") == 3 and ticked(root) == 3
+    session = messages[0]["info"]["sessionID"]
+    assert {e["run"] for e in ledger(root)} == {session_key(session)}  # the shell's claim bound it
+    assert {e["turn"] for e in ledger(root) if e["event"] == "engage"} == {
+        messages[0]["info"]["id"]
+    }
+    assert [c.split("**")[1] for c in script.continuations()] == ["1.1", "1.2", "1.3"]
+    replies = [m["info"] for m in messages if m["info"]["role"] == "assistant"]
+    assert len(replies) == script.answers  # every answer of the agent's turn, and no more
+    assert {(r["tokens"]["input"], r["tokens"]["output"]) for r in replies} == {
+        (USAGE["prompt_tokens"], USAGE["completion_tokens"])
+    }
+
+
+def test_a_run_that_never_progresses_halts_on_stall(tmp_path: Path) -> None:
+    root, env = workspace(tmp_path, "opencode", steps=2)
+    messages = opencode(root, env, Script("e2e", AGENTCFG, idle=True))
+    seen = events(root)
+    assert seen[-1] == "halt-stall" and seen.count("engage") == 3, seen
+    assert ticked(root) == 0
+    last = messages[-1]
+    assert last["info"]["role"] == "assistant"  # the session rests after the halt

@@ -1,0 +1,150 @@
+"""The OpenCode plugin agentcfg writes, run by node with a stand-in OpenCode client: what it sends
+the real stop hook, and what it does with each answer."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentcfg import install
+from agentcfg.hosts import opencode
+from tests.conftest import ledger, run_cli
+
+NODE = shutil.which("node")
+DRIVER = Path(__file__).with_name("opencode_plugin_driver.mjs")
+MESSAGES = (
+    Path(__file__).parent.parent
+    / "fixtures"
+    / "opencode-1.18.33"
+    / "opencode-session-messages.json"
+)
+SESSION = "ses_dd2ebfa6cffeEr5L003RS6JTI4"  # the captured session's id
+FIRST_PROMPT = "msg_22d1405d9001JKZ9slOHZqMXYN"
+
+pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed")
+
+
+def run_plugin(
+    ws: Path,
+    command: str,
+    *,
+    parent: str | None = None,
+    messages: list[Any] | None = None,
+    event: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    plugin = ws / ".opencode" / "plugin" / "agentcfg.js"
+    plugin.parent.mkdir(parents=True, exist_ok=True)
+    plugin.write_text(opencode.plugin_source(command))
+    data = {
+        "directory": str(ws),
+        "session_id": SESSION,
+        "session": {"directory": str(ws), **({"parentID": parent} if parent else {})},
+        "messages": json.loads(MESSAGES.read_text()) if messages is None else messages,
+        "event": event or {"type": "session.idle", "properties": {"sessionID": SESSION}},
+    }
+    (ws / "input.json").write_text(json.dumps(data))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTCFG_")}
+    proc = subprocess.run(
+        [str(NODE), str(DRIVER), str(plugin), str(ws / "input.json")],
+        capture_output=True, text=True, timeout=60, check=False, cwd=ws, env={**env, "AGENTCFG_ROOT": str(ws)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    result: dict[str, Any] = json.loads(proc.stdout)
+    return result
+
+
+def test_a_top_level_idle_with_work_left_is_continued(ws: Path) -> None:
+    assert run_cli("sessions", "claim", "demo", "--session", SESSION).exit_code == 0
+    result = run_plugin(ws, install.hook_command("opencode"))
+    assert result["exports"] == ["AgentcfgStop"]  # OpenCode calls every export as a plugin
+    assert result["env"] == {"OPENCODE_SESSION_ID": SESSION}
+    ((kind, request),) = result["calls"]
+    assert kind == "promptAsync" and request["path"] == {"id": SESSION}
+    (part,) = request["body"]["parts"]
+    assert part["type"] == "text" and part["text"].startswith("run-continuation: roadmap `demo`")
+    (engaged,) = ledger(ws)
+    assert (engaged["event"], engaged["host"], engaged["turn"]) == (
+        "engage",
+        "opencode",
+        FIRST_PROMPT,
+    )
+
+
+def test_our_own_continuation_is_not_a_new_prompt(ws: Path) -> None:
+    assert run_cli("sessions", "claim", "demo", "--session", SESSION).exit_code == 0
+    messages = json.loads(MESSAGES.read_text())
+    ours = {"info": {"id": "msg_ours", "role": "user"},
+            "parts": [{"type": "text", "text": "run-continuation: roadmap `demo` has 3 open steps"}]}  # fmt: skip
+    reply = {"info": {"id": "msg_reply", "role": "assistant"},
+             "parts": [{"type": "text", "text": "Working on it."}]}  # fmt: skip
+    run_plugin(ws, install.hook_command("opencode"), messages=[*messages, ours, reply])
+    assert {e["turn"] for e in ledger(ws)} == {FIRST_PROMPT}
+
+
+def test_nothing_to_do_lets_the_session_rest(ws: Path) -> None:
+    result = run_plugin(ws, install.hook_command("opencode"))  # no claim
+    assert result["calls"] == []
+
+
+def test_a_subagent_session_is_never_driven(ws: Path, tmp_path: Path) -> None:
+    assert run_cli("sessions", "claim", "demo", "--session", SESSION).exit_code == 0
+    marker = tmp_path / "ran"
+    result = run_plugin(ws, shlex.join(["sh", "-c", f"touch {marker}"]), parent="ses_parent")
+    assert result["calls"] == [] and not marker.exists()
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "echo Traceback; exit 3",  # a crash
+        'echo \'{"decision": "block", "reason": "go"}\'; exit 2',  # a block with the wrong code
+        "echo not json",
+        'echo \'{"decision": "block", "reason": ""}\'',
+        "exec sleep 0",  # silence
+    ],
+)
+def test_anything_but_a_clean_block_lets_the_session_rest(ws: Path, answer: str) -> None:
+    assert run_plugin(ws, shlex.join(["sh", "-c", answer]))["calls"] == []
+
+
+def test_a_missing_hook_program_lets_the_session_rest(ws: Path) -> None:
+    assert run_plugin(ws, "/nonexistent/agentcfg hook stop --host opencode")["calls"] == []
+
+
+def test_a_note_goes_to_the_opencode_log(ws: Path) -> None:
+    answer = 'echo \'{"systemMessage": "run-continuation: halted"}\''
+    ((kind, request),) = run_plugin(ws, shlex.join(["sh", "-c", answer]))["calls"]
+    assert kind == "log" and request["body"]["message"] == "run-continuation: halted"
+
+
+def test_other_events_are_ignored(ws: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    event = {"type": "session.updated", "properties": {"sessionID": SESSION}}
+    result = run_plugin(ws, shlex.join(["sh", "-c", f"touch {marker}"]), event=event)
+    assert result["calls"] == [] and not marker.exists()
+
+
+def test_the_payload_the_plugin_builds(ws: Path, tmp_path: Path) -> None:
+    seen = tmp_path / "payload.json"
+    messages = json.loads(MESSAGES.read_text())
+    aborted = {"info": {"id": "msg_x", "role": "assistant", "error": {"name": "MessageAbortedError"}},
+               "parts": [{"type": "text", "text": "Half"}, {"type": "tool", "tool": "bash"}]}  # fmt: skip
+    run_plugin(ws, shlex.join([sys.executable, "-c", f"import sys; open({str(seen)!r}, 'wb').write(sys.stdin.buffer.read())"]),
+               messages=[*messages, aborted])  # fmt: skip
+    assert json.loads(seen.read_text()) == {
+        "hook_event_name": "session.idle",
+        "session_id": SESSION,
+        "cwd": str(ws),
+        "prompt_id": FIRST_PROMPT,
+        "last_assistant_message": "Half",
+        "stop_hook_active": True,  # the captured session's last user message is a continuation
+        "interrupted": True,
+    }
