@@ -26,7 +26,7 @@ def about(found: list[dict[str, Any]], suffix: str) -> list[dict[str, Any]]:
 def register(ws: Path, host: str, command: str) -> Path:
     path = install.config_path(host, "project", ws, ws.parent / "home", {})
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(install.render(adapter(host).install({}, command)))
+    path.write_bytes(adapter(host).render(adapter(host).install({}, command)))
     return path
 
 
