@@ -74,11 +74,11 @@ def read_events(path: str) -> tuple[str, str | None]:
 
     from agentcfg.transcript import read_tail
 
-    data = read_tail(path)
-    if not data:
+    tail = read_tail(path)
+    if not tail:
         return "", None
     final: str | None = None
-    for line in reversed(data.split(b"\n")):  # a partial first line does not parse: skipped
+    for line in reversed(tail.split(b"\n")):  # a partial first line does not parse: skipped
         if b'"assistant.message"' not in line and b'"user.message"' not in line:
             continue
         try:
