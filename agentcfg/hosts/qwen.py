@@ -169,7 +169,8 @@ def _cap(root: Path, home: Path, env: Mapping[str, str]) -> int:
         if isinstance(settings_env, dict) and isinstance(settings_env.get(CAP_ENV), str):
             variable = settings_env[CAP_ENV].strip()
     if variable:
-        return _capped(int(variable)) if variable.lstrip("-").isdigit() else DEFAULT_CAP
+        whole = variable.lstrip("-")
+        return _capped(int(variable)) if whole.isascii() and whole.isdigit() else DEFAULT_CAP
     setting = next((d[CAP_SETTING] for d in documents if CAP_SETTING in d), None)
     return _capped(setting) if isinstance(setting, (int, float)) else DEFAULT_CAP
 

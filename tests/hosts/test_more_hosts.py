@@ -130,6 +130,7 @@ def test_qwen_install_raises_its_block_cap_and_uninstall_takes_it_back(ws: Path)
         ({"env": {"QWEN_CODE_STOP_HOOK_BLOCK_CAP": "many"}}, {}, 8),
         ({}, {"QWEN_CODE_STOP_HOOK_BLOCK_CAP": " 40 "}, 40),
         ({}, {"QWEN_CODE_STOP_HOOK_BLOCK_CAP": "-3"}, 8),
+        ({}, {"QWEN_CODE_STOP_HOOK_BLOCK_CAP": "²"}, 8),
     ],
 )
 def test_qwen_block_cap_follows_qwens_own_rule(
