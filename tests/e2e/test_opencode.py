@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from agentcfg.claims import session_key
-from tests.e2e.more_hosts import AGENTCFG, CACHE, events, host_binary, ledger, ticked, workspace
+from tests.e2e.harness import CACHE
+from tests.e2e.more_hosts import AGENTCFG, events, host_binary, ledger, ticked, workspace
 from tests.e2e.openai_model import USAGE, Script, serve
 
 # OpenCode installs its plugin package into every config folder it loads at start (64 MB from
