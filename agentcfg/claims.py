@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentcfg import state
-from agentcfg.core.ladder import RunState
+from agentcfg.core.ladder import RunState, clamp
 from agentcfg.core.times import format_duration, iso, parse_iso
 from agentcfg.errors import ClaimError, RoadmapError
 from agentcfg.paths import session_key as session_key
@@ -135,6 +135,7 @@ class ClaimResult:
     claim: Claim
     replaced: Claim | None  # this session's earlier claim
     displaced: tuple[Claim, ...]  # peers' claims taken over with --force
+    cut: tuple[str, ...] = ()  # budgets cut to their limits, said plainly
 
 
 def claim(
@@ -151,6 +152,7 @@ def claim(
     """Bind a session to a roadmap and start a fresh run; refuse a peer's live claim."""
     slug = normalise_slug(slug)
     ws.roadmap_path(slug)  # the roadmap must exist
+    max_iterations, wall_clock, cut = clamp_budget(max_iterations, wall_clock)
     new = Claim(slug, session_id, now, max_iterations, wall_clock)
     with state.locked(claims_dir(ws) / ".lock"):
         peers = _live_peers(ws, slug, session_id, now, force)
@@ -174,7 +176,21 @@ def claim(
         **({"token": token} if token else {}),
     )
     state.append_ledger(ws.state, claimed)
-    return ClaimResult(new, replaced, tuple(peers))
+    return ClaimResult(new, replaced, tuple(peers), cut)
+
+
+def clamp_budget(
+    max_iterations: int | None, wall_clock: float | None
+) -> tuple[int | None, float | None, tuple[str, ...]]:
+    """A claim's budget cut to the limits, with a line for each value that was cut."""
+    cut: list[str] = []
+    if max_iterations is not None:
+        limited, note = clamp("max_iterations", max_iterations)
+        max_iterations, cut = int(limited), [f"--max-iterations: {note}"] if note else []
+    if wall_clock is not None:
+        wall_clock, note = clamp("wall_clock", wall_clock)
+        cut += [f"--wall-clock: {note}"] if note else []
+    return max_iterations, wall_clock, tuple(cut)
 
 
 def _live_peers(
@@ -195,8 +211,11 @@ def _live_peers(
     return peers
 
 
-def release(ws: Workspace, session_id: str) -> Claim | None:
-    """Remove this session's claim and its run state; the claim that was removed, if any."""
+def release(ws: Workspace, session_id: str, *, now: float, inside: bool = False) -> Claim | None:
+    """Remove this session's claim and its run state; the claim that was removed, if any.
+
+    `inside`: the command ran in the claimed session's own shell, so the agent ended its run.
+    """
     key = session_key(session_id)
     with state.locked(claims_dir(ws) / ".lock"):
         found = read_claim(ws, key)
@@ -204,6 +223,9 @@ def release(ws: Workspace, session_id: str) -> Claim | None:
             _drop(ws, found)
         else:
             state.remove(claim_path(ws, key))
+    if found is not None:
+        released = state.event("released", now, key, found.slug, inside_session=inside)
+        state.append_ledger(ws.state, released)
     return found
 
 
@@ -357,6 +379,8 @@ def describe(ws: Workspace, claim: Claim, now: float) -> dict[str, Any]:
             "max_iterations": claim.max_iterations,
             "wall_clock": claim.wall_clock,
             "halted": run.halted,
+            "ended": run.ended,
+            "paused": run.paused,
             "started_at": iso(run.started_at),
         }
     return row

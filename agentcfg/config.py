@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from agentcfg import cache
-from agentcfg.core.ladder import MAX_ITERATIONS, STALL_WINDOW, WALL_CLOCK
+from agentcfg.core.ladder import MAX_ITERATIONS, STALL_WINDOW, WALL_CLOCK, clamp
 from agentcfg.core.times import parse_duration
 from agentcfg.workspace import Workspace
 
@@ -20,7 +20,15 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
 
 MODES = ("enforce", "shadow", "off")
 CONCERNS = ("turn-end-gate", "run-continuation")
-DETECTORS = ("promissory-closing", "unverified-completion", "deference", "unproven-step")
+DETECTORS = (
+    "promissory-closing",
+    "unverified-completion",
+    "deference",
+    "unproven-step",
+    "self-exit",
+)
+ON = ("1", "true", "yes", "on")
+OFF = ("0", "false", "no", "off", "")
 SCOPES = ("claimed", "always")
 SEVERITIES = ("blocking", "advisory")
 CONFIG_LIMIT = 1024 * 1024
@@ -45,6 +53,8 @@ class Config:
     gate_scope: str = "claimed"
     detectors: frozenset[str] = frozenset(DETECTORS)
     verify_timeout: float = 600.0
+    no_run_continuation: bool = False  # AGENTCFG_NO_RUN_CONTINUATION
+    replay: bool = False  # AGENTCFG_REPLAY
     problems: tuple[str, ...] = field(default=(), compare=False)
     notify: tuple[str, ...] = ()  # argv run on each ending, with {event} {slug} {message}
 
@@ -131,18 +141,19 @@ def validate(data: Mapping[str, Any], env: Mapping[str, str], problems: list[str
         return value
 
     mode = pick("mode", env.get("AGENTCFG_MODE") or data.get("mode"), _choice(MODES), base.mode)
-    max_iterations = pick(
-        "ladder.max_iterations",
-        env.get("AGENTCFG_MAX_ITERATIONS") or ladder.get("max_iterations"),
-        _positive_int,
-        base.max_iterations,
-    )
-    wall_clock = pick(
-        "ladder.wall_clock",
-        env.get("AGENTCFG_WALL_CLOCK") or ladder.get("wall_clock"),
-        parse_duration,
-        base.wall_clock,
-    )
+    budgets = {
+        name: pick(
+            f"ladder.{name}",
+            env.get(f"AGENTCFG_{name.upper()}") or ladder.get(name),
+            check,
+            getattr(base, name),
+        )
+        for name, check in (("max_iterations", _positive_int), ("wall_clock", parse_duration))
+    }
+    for name, value in budgets.items():
+        budgets[name], cut = clamp(name, value)
+        if cut:
+            problems.append(f"ladder.{name}: {cut}")
     stall_window = pick(
         "ladder.stall_window",
         env.get("AGENTCFG_STALL_WINDOW") or ladder.get("stall_window"),
@@ -158,8 +169,12 @@ def validate(data: Mapping[str, Any], env: Mapping[str, str], problems: list[str
     scope = pick("turn_end_gate.scope", gate.get("scope"), _choice(SCOPES), base.gate_scope)
     detectors = set(DETECTORS)
     for name in DETECTORS:
-        if pick(f"turn_end_gate.{name}", gate.get(name), _bool, True) is False:
+        if pick(f"turn_end_gate.{name}", gate.get(name), switch, True) is False:
             detectors.discard(name)
+    no_run_continuation, replay = (
+        pick(name, env.get(name), switch, False)
+        for name in ("AGENTCFG_NO_RUN_CONTINUATION", "AGENTCFG_REPLAY")
+    )
     for name in gate:
         if name not in (*DETECTORS, "scope"):
             problems.append(f"turn_end_gate.{name}: unknown setting")
@@ -170,13 +185,15 @@ def validate(data: Mapping[str, Any], env: Mapping[str, str], problems: list[str
             problems.append(f"{name}: unknown setting")
     return Config(
         mode,
-        max_iterations,
-        wall_clock,
+        int(budgets["max_iterations"]),
+        budgets["wall_clock"],
         stall_window,
         chain,
         scope,
         frozenset(detectors),
         verify_timeout,
+        no_run_continuation,
+        replay,
         tuple(problems),
         notify=notify,
     )
@@ -198,7 +215,7 @@ def _chain(
             problems.append(f"chain.stop: unknown concern {item!r}; skipped")
             continue
         severity = spec.get("severity", "blocking")
-        fail_closed = spec.get("fail_closed", False)
+        fail_closed = switch(spec.get("fail_closed", False))
         timeout = parse_duration(spec.get("timeout", 10))
         if severity not in SEVERITIES or not isinstance(fail_closed, bool) or timeout is None:
             problems.append(f"chain.stop: bad settings for {spec['name']}; using defaults")
@@ -244,5 +261,9 @@ def _positive_int(raw: object) -> int | None:
     return raw if isinstance(raw, int) and raw > 0 else None
 
 
-def _bool(raw: object) -> bool | None:
-    return raw if isinstance(raw, bool) else None
+def switch(raw: object) -> bool | None:
+    """A switch: a YAML boolean, 0 or 1, or 1/true/yes/on and 0/false/no/off/"" in any case."""
+    if isinstance(raw, bool):
+        return raw
+    word = str(raw).strip().lower() if isinstance(raw, (str, int)) else None
+    return True if word in ON else False if word in OFF else None

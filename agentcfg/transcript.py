@@ -1,7 +1,8 @@
 """What a host's transcript says about the current turn, read from a bounded tail.
 
 Claude Code's JSONL shape: one object a line; real human turns are `user` lines that are
-not meta, not sidechain, not tool results and not stop-hook feedback.
+not meta, not sidechain, not tool results and not stop-hook feedback. In Codex's rollout
+file the person's prompts are `UserMessage` items (hook prompts are other items).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ TAIL = 8 * 1024 * 1024
 _USER = (b'"type":"user"', b'"type": "user"')
 _ASSISTANT = (b'"type":"assistant"', b'"type": "assistant"')
 _NOT_HUMAN = (b'"isMeta":true', b'"isMeta": true', b'"isSidechain":true', b'"isSidechain": true')
+_CODEX_PROMPT = (b'"type":"UserMessage"', b'"type": "UserMessage"')
 FEEDBACK_PREFIX = "Stop hook feedback"
 
 
@@ -28,6 +30,7 @@ class TurnInfo:
     tools_ran: bool | None  # a tool call since the last human turn; None when unknown
     final_message: str | None  # the last assistant text
     size: int  # the transcript's size in bytes, part of the reply key
+    prompt: str | None = None  # the person's latest prompt; None when the tail holds none
 
 
 UNKNOWN = TurnInfo("", None, None, 0)
@@ -106,20 +109,37 @@ def _scan(lines: list[bytes], whole: bool, size: int) -> TurnInfo:
             if is_human(record):
                 last_human = (index, record)
                 break
+        elif any(marker in line for marker in _CODEX_PROMPT):
+            prompt = _codex_prompt(_load(line))
+            if prompt is not None:
+                return TurnInfo("", True if saw_tool else None, final, size, prompt)
     if last_human is not None:
         tools_ran = saw_tool
     elif saw_tool:
         tools_ran = True
     if last_human is None:
         return TurnInfo("", tools_ran, final, size)
+    record = last_human[1]
+    prompt = "\n".join(
+        b["text"] for b in _blocks(record.get("message")) if isinstance(b.get("text"), str)
+    )
     if whole:
         ordinal = sum(
             1 for line in lines[: last_human[0] + 1] if _maybe_human(line) and is_human(_load(line))
         )
-        return TurnInfo(f"turn-{ordinal}", tools_ran, final, size)
-    record = last_human[1]
+        return TurnInfo(f"turn-{ordinal}", tools_ran, final, size, prompt)
     ident = record.get("promptId") or record.get("uuid")
-    return TurnInfo(f"prompt-{ident}" if isinstance(ident, str) else "", tools_ran, final, size)
+    turn = f"prompt-{ident}" if isinstance(ident, str) else ""
+    return TurnInfo(turn, tools_ran, final, size, prompt)
+
+
+def _codex_prompt(record: dict[str, Any]) -> str | None:
+    """The text of a Codex `UserMessage` item, None for any other line."""
+    payload = record.get("payload")
+    item = payload.get("item") if isinstance(payload, dict) else None
+    if not isinstance(item, dict) or item.get("type") != "UserMessage":
+        return None
+    return "\n".join(b["text"] for b in _blocks(item) if isinstance(b.get("text"), str))
 
 
 def _maybe_human(line: bytes) -> bool:

@@ -125,3 +125,41 @@ def test_sections_of_the_wrong_shape_are_reported(tmp_path: Path) -> None:
         "turn_end_gate: expected a mapping",
         "verify: expected a mapping",
     ]
+
+
+@pytest.mark.parametrize(
+    ("raw", "on"),
+    [
+        *((word, True) for word in ("1", "true", "TRUE", "yes", "Yes", "on", "ON", " on ")),
+        *((word, False) for word in ("0", "false", "False", "no", "NO", "off", "Off", "")),
+    ],
+)
+def test_environment_switches_read_like_switches(tmp_path: Path, raw: str, on: bool) -> None:
+    config = load(tmp_path, None, {"AGENTCFG_NO_RUN_CONTINUATION": raw, "AGENTCFG_REPLAY": raw})
+    assert (config.no_run_continuation, config.replay) == (on, on)
+    assert config.problems == ()
+
+
+def test_a_switch_that_is_neither_is_reported_and_off(tmp_path: Path) -> None:
+    config = load(tmp_path, "turn_end_gate: {deference: 'off', self-exit: maybe}\n",
+                  {"AGENTCFG_NO_RUN_CONTINUATION": "sure"})  # fmt: skip
+    assert not config.no_run_continuation
+    assert "deference" not in config.detectors and "self-exit" in config.detectors
+    assert config.problems == (
+        "turn_end_gate.self-exit: invalid value 'maybe'; using True",
+        "AGENTCFG_NO_RUN_CONTINUATION: invalid value 'sure'; using False",
+    )
+
+
+def test_budgets_are_clamped_with_a_clear_message(tmp_path: Path) -> None:
+    config = load(tmp_path, "ladder: {max_iterations: 5000, wall_clock: 30d}\n")
+    assert (config.max_iterations, config.wall_clock) == (1000, 7 * 86400.0)
+    assert config.problems == (
+        "ladder.max_iterations: 5000 is above the limit of 1000; using 1000",
+        "ladder.wall_clock: 30d0h is above the limit of 7d0h; using 7d0h",
+    )
+    from_env = load(tmp_path, "", {"AGENTCFG_MAX_ITERATIONS": "1001", "AGENTCFG_WALL_CLOCK": "7d"})
+    assert (from_env.max_iterations, from_env.wall_clock) == (1000, 7 * 86400.0)
+    assert from_env.problems == (
+        "ladder.max_iterations: 1001 is above the limit of 1000; using 1000",
+    )

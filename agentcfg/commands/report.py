@@ -75,6 +75,8 @@ def render(data: dict[str, Any]) -> str:
         f"  cut short by the host  {data['cut_short_by_host']:<6} (a new prompt came while a "
         "continuation still held the turn)",
         f"  refusals               {_counts(data['refusals'])}",
+        f"  paused by the person   {data['paused']:<6} released: {data['released']['total']}"
+        f" ({data['released']['inside_session']} from inside the claimed session)",
         f"  verified {data['verified']}, marked done {data['marked_done']}, errors {data['errors']}",
     ]
     return "\n".join(out)

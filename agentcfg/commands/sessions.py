@@ -43,6 +43,9 @@ def claim_command(
     whose next turn end shows the token it prints.
     """
     ws = workspace()
+    max_iterations, wall_clock, cut = claims.clamp_budget(max_iterations, wall_clock)
+    for line in cut:
+        click.echo(f"note: {line}")
     session_id = claims.find_session(session, os.environ, session_env())
     if session_id is None:
         pending = controls.claim_pending(
@@ -93,11 +96,13 @@ def claim_command(
 def release_command(session: str | None) -> None:
     """Remove this session's claim and its run."""
     session_id = claims.resolve_session(session, os.environ, session_env())
-    released = claims.release(workspace(), session_id)
+    inside = any(os.environ.get(name) == session_id for name in session_env())
+    released = claims.release(workspace(), session_id, now=now(), inside=inside)
     if released is None:
         click.echo(f"session {session_id} holds no claim")
     else:
-        click.echo(f"released roadmap `{released.slug}` for session {session_id}")
+        by = " from inside that session" if inside else ""
+        click.echo(f"released roadmap `{released.slug}` for session {session_id}{by}")
 
 
 @sessions.command("list")
@@ -130,6 +135,8 @@ def _line(row: dict[str, Any]) -> str:
         state = "no run"
     elif run["halted"]:
         state = f"halted: {run['halted']} after {run['iterations']} iterations"
+    elif run["ended"] or run["paused"]:
+        state = f"{run['ended'] or 'paused'} after {run['iterations']} iterations"
     else:
         state = f"running, {run['iterations']} iterations"
     return f"{row['session']}  `{row['slug']}` ({row['mode']})  {age} ago  {done}  {state}"

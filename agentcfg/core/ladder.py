@@ -1,16 +1,18 @@
 """The termination ladder: a pure function of (run state, fire, caps) to a verdict and a new state.
 
 No I/O, no clock, no environment: the caller passes `now` in the fire and persists the result.
+Each outcome of a run (complete, blocked, a halt) is decided once; later fires are silent.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from agentcfg.core.times import iso_ms, parse_iso
+from agentcfg.core.times import format_duration, iso_ms, parse_iso
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for every import
+    from collections.abc import Callable
     from typing import Any
 
 # the default caps of a run; config and claims may set others
@@ -20,6 +22,8 @@ STALL_WINDOW = 3
 DUPLICATE_WINDOW = 60.0
 MAX_REPEATS = 2
 HISTORY_LIMIT = 64
+# the largest budgets a config, the environment or a claim may set
+LIMITS = {"max_iterations": 1000, "wall_clock": 7 * 86400.0}
 
 
 @dataclass(frozen=True)
@@ -29,9 +33,11 @@ class RunState:
     last_turn: str | None = None
     last_reply: str | None = None
     repeats: int = 0
-    history: tuple[int, ...] = ()
+    history: tuple[str, ...] = ()  # fingerprints of the open steps each engagement saw
     last_engaged_at: float | None = None
-    halted: str | None = None
+    halted: str | None = None  # the halt that ended the run: silent until a re-claim
+    ended: str | None = None  # "complete" or "blocked": silent until open work appears
+    paused: bool = False  # the person asked to pause: silent until they say go on
 
     @classmethod
     def fresh(cls, now: float) -> RunState:
@@ -49,6 +55,8 @@ class RunState:
             if self.last_engaged_at is None
             else iso_ms(self.last_engaged_at),
             "halted": self.halted,
+            "ended": self.ended,
+            "paused": self.paused,
         }
 
     @classmethod
@@ -57,15 +65,18 @@ class RunState:
         if not data.keys() >= _FIELDS:
             return None
         started, engaged = parse_iso(data["started_at"]), parse_iso(data["last_engaged_at"])
+        history = data["history"]
         checks = (
             started is not None,
             _count(data.get("iterations")),
             isinstance(data.get("last_turn"), (str, type(None))),
             isinstance(data.get("last_reply"), (str, type(None))),
             _count(data.get("repeats")),
-            isinstance(data.get("history"), list) and all(_count(n) for n in data["history"]),
+            isinstance(history, list) and all(isinstance(h, str) or _count(h) for h in history),
             engaged is not None or data["last_engaged_at"] is None,
             isinstance(data.get("halted"), (str, type(None))),
+            isinstance(data.get("ended"), (str, type(None))),
+            isinstance(data.get("paused", False), bool),
         )
         if not all(checks) or started is None:
             return None
@@ -75,13 +86,16 @@ class RunState:
             data["last_turn"],
             data["last_reply"],
             data["repeats"],
-            tuple(data["history"][-HISTORY_LIMIT:]),
+            tuple(str(h) for h in history[-HISTORY_LIMIT:]),  # counts of older runs never match
             engaged,
             data["halted"],
+            data.get("ended"),
+            data.get("paused", False),
         )
 
 
-_FIELDS = frozenset(RunState.__dataclass_fields__)
+# fields a run state written before `ended` and `paused` existed may lack
+_FIELDS = frozenset(RunState.__dataclass_fields__) - {"ended", "paused"}
 
 
 def _count(value: object) -> bool:
@@ -95,32 +109,62 @@ class Caps:
     stall_window: int = STALL_WINDOW
 
 
+def clamp(name: str, value: float) -> tuple[float, str | None]:
+    """A budget cut to its limit, with a line saying so when it was cut."""
+    limit = LIMITS[name]
+    if value <= limit:
+        return value, None
+    shown = (
+        (format_duration(value), format_duration(limit))
+        if name == "wall_clock"
+        else (f"{value:g}", f"{limit:g}")
+    )
+    return limit, f"{shown[0]} is above the limit of {shown[1]}; using {shown[1]}"
+
+
 @dataclass(frozen=True)
 class Fire:
     """What one stop fire saw, already reduced to facts."""
 
     turn: str
     reply: str
-    open: int
+    open_ids: frozenset[str] | None  # the open steps' ids; None: the roadmap is gone or unreadable
     blocked: int
     now: float
     deferred: bool = False  # the quality gate refused this same reply
-    question: bool = False  # the final message asks the person a real question
+    question: bool = False  # the final message asks the person a question or for a decision
     background: bool = False  # the host reports background tasks still running
+    person: str | None = None  # the person's latest prompt asks to "pause" or to "resume"
     shadow: bool = False  # config mode: shadow
+
+    @property
+    def open(self) -> int:
+        return len(self.open_ids or ())
 
 
 @dataclass(frozen=True)
 class Decision:
     block: bool
     event: str | None  # the ledger event, None for a silent rung
-    state: RunState | None  # the run state to persist; None removes it
+    state: RunState  # the run state to persist
     changed: bool  # whether `state` differs from what was read
     cut_short: bool = False  # the host ended the turn our last block meant to continue
 
 
+# rungs 8-11: the halts, in order; each reads the run (stall history already reset on a new
+# human turn), this fire and the caps. A new budget is a line here.
+HALTS: tuple[tuple[str, Callable[[RunState, Fire, Caps], bool]], ...] = (
+    ("halt-max-iterations", lambda run, fire, caps: run.iterations >= caps.max_iterations),
+    ("halt-wall-clock", lambda run, fire, caps: fire.now - run.started_at >= caps.wall_clock),
+    (
+        "halt-stall",
+        lambda run, fire, caps: _stalled(run.history, fingerprint(fire), caps.stall_window),
+    ),
+)
+
+
 def decide(run: RunState, fire: Fire, caps: Caps) -> Decision:
-    """Walk the ladder, first match wins (DESIGN section 4, rungs 1 to 11).
+    """Walk the ladder, first match wins (DESIGN section 4, rungs 1 to 13).
 
     A run's `last_reply` names the reply it last blocked until the agent is let go. A new human
     turn arriving while it still does means the host ended that turn despite the block (its own
@@ -132,50 +176,62 @@ def decide(run: RunState, fire: Fire, caps: Caps) -> Decision:
     return _climb(run, fire, caps)
 
 
-def _climb(run: RunState, fire: Fire, caps: Caps) -> Decision:
-    def allow(event: str | None) -> Decision:
-        return Decision(False, event, run, False)
+def _climb(read: RunState, fire: Fire, caps: Caps) -> Decision:
+    run = read
 
-    def let_go(event: str) -> Decision:
-        if run.halted is not None or run.last_reply is None:
-            return allow(event)
-        return Decision(False, event, replace(run, last_reply=None), True)
+    def settle(block: bool, event: str | None, state: RunState) -> Decision:
+        return Decision(block, event, state, state != read)
 
+    ending = (
+        None if fire.open_ids is None or fire.open else "blocked" if fire.blocked else "complete"
+    )
+    pausing = fire.person == "pause" or (run.paused and fire.person != "resume")
+    if run.halted is not None or (run.ended is not None and run.ended == ending):
+        # rung 4, first: a finished run says nothing more (a pause is kept for new work)
+        return settle(False, None, run if run.halted else replace(run, paused=pausing))
+    let_go = replace(run, last_reply=None)  # the agent may end its turn: no block holds it
+    if pausing:  # rung 2c, before the hand-backs: the person's word outranks the agent's
+        return settle(False, None if run.paused else "paused", replace(let_go, paused=True))
     if fire.deferred:
-        return allow("deferred-quality-gate")  # the gate blocked: the turn goes on
+        return settle(False, "deferred-quality-gate", run)  # the gate blocked: the turn goes on
     if fire.question:
-        return let_go("handback-question")
+        return settle(False, "handback-question", let_go)
     if fire.background:
-        return let_go("handback-background")
+        return settle(False, "handback-background", let_go)
+    run = replace(run, paused=False)  # the person said go on, or never paused
     if _duplicate(run, fire):
-        return Decision(True, None, replace(run, repeats=run.repeats + 1), True)
-    if run.halted is not None:
-        return allow(None)
-    if fire.open == 0 and fire.blocked > 0:
-        return let_go("blocked")
-    if fire.open == 0:
-        return Decision(False, "complete", None, True)
-    history = run.history if not _new_human_turn(run, fire) else ()
-    for rung, reached in (
-        ("halt-max-iterations", run.iterations >= caps.max_iterations),
-        ("halt-wall-clock", fire.now - run.started_at >= caps.wall_clock),
-        ("halt-stall", _stalled(history, fire.open, caps.stall_window)),
-    ):
-        if reached:
-            halted = replace(run, halted=rung, last_reply=None, history=history)
-            return Decision(False, rung, halted, True)
+        return settle(True, None, replace(run, repeats=run.repeats + 1))
+    if fire.open_ids is None:
+        return settle(False, "halt-roadmap-absent", replace(run, halted="halt-roadmap-absent"))
+    if ending is not None:
+        return settle(False, ending, replace(run, ended=ending, last_reply=None))
+    # open work (again, after an ending: the same run goes on); a new human turn clears stalls
+    run = replace(run, ended=None, history=() if _new_human_turn(run, fire) else run.history)
+    for rung, reached in HALTS:
+        if reached(run, fire, caps):
+            return settle(False, rung, replace(run, halted=rung, last_reply=None))
     if fire.shadow:
-        return allow("shadow-engage")
+        return settle(False, "shadow-engage", run)
     engaged = replace(
         run,
         iterations=run.iterations + 1,
         last_turn=fire.turn or run.last_turn,
         last_reply=fire.reply,
         repeats=0,
-        history=(*history, fire.open)[-HISTORY_LIMIT:],
+        history=(*run.history, fingerprint(fire))[-HISTORY_LIMIT:],
         last_engaged_at=fire.now,
     )
-    return Decision(True, "engage", engaged, True)
+    return settle(True, "engage", engaged)
+
+
+def fingerprint(fire: Fire) -> str:
+    """A short name for the set of open steps: equal sets, equal names, in any order."""
+    try:
+        from _sha256 import sha256  # type: ignore[import-not-found]
+    except ImportError:  # pragma: no cover - builds without it; hashlib loads OpenSSL
+        from hashlib import sha256
+    ids = "\n".join(sorted(fire.open_ids or ()))
+    return f"{fire.open}:{sha256(ids.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
 
 
 def _duplicate(run: RunState, fire: Fire) -> bool:
@@ -185,7 +241,7 @@ def _duplicate(run: RunState, fire: Fire) -> bool:
         and run.last_engaged_at is not None
         and 0 <= fire.now - run.last_engaged_at <= DUPLICATE_WINDOW
         and bool(run.history)
-        and run.history[-1] == fire.open
+        and run.history[-1] == fingerprint(fire)
         and run.repeats < MAX_REPEATS
     )
 
@@ -194,6 +250,6 @@ def _new_human_turn(run: RunState, fire: Fire) -> bool:
     return bool(fire.turn) and run.last_turn is not None and fire.turn != run.last_turn
 
 
-def _stalled(history: tuple[int, ...], open_count: int, window: int) -> bool:
+def _stalled(history: tuple[str, ...], now: str, window: int) -> bool:
     recent = history[-window:]
-    return len(recent) >= window and all(n == open_count for n in recent)
+    return len(recent) >= window and all(seen == now for seen in recent)

@@ -1,6 +1,8 @@
 """What the continuations did, from the ledger in one streaming pass: runs, totals, burndowns.
 
-Pure: an iterable of ledger lines and the filters in, a Report out. Memory stays bounded:
+Pure: an iterable of ledger lines and the filters in, a Report out. A run starts at its
+`claimed` event (or its first line) and lasts until the next claim of that session and
+roadmap: an ending followed by new work is the same run going on. Memory stays bounded:
 finished runs beyond `keep` are folded into the totals and only the newest are kept as rows.
 """
 
@@ -14,8 +16,20 @@ from typing import Any
 
 from agentcfg.core.times import iso, parse_iso
 
-# `blocked` only pauses a run: unblocked steps carry it on
-ENDINGS = ("complete", "halt-max-iterations", "halt-wall-clock", "halt-stall")
+# what a run's outcome can be; `blocked` and `complete` runs may still go on with new work
+ENDINGS = (
+    "complete",
+    "blocked",
+    "paused",
+    "released",
+    "halt-max-iterations",
+    "halt-wall-clock",
+    "halt-stall",
+    "halt-roadmap-absent",
+    "halt-state-unreadable",
+)
+# runs seen at once before the oldest ended one is folded into the totals
+OPEN_RUNS = 4096
 BURNDOWN_POINTS = 64
 SPARKS = "▁▂▃▄▅▆▇█"
 
@@ -63,6 +77,7 @@ class Report:
     events: collections.Counter[str] = field(default_factory=collections.Counter)
     refusals: collections.Counter[str] = field(default_factory=collections.Counter)
     longest_streak: int = 0
+    released_inside: int = 0  # releases the claimed session ran itself
     rows: list[Run] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -77,6 +92,11 @@ class Report:
             "steps_closed_per_engagement": None if per is None else round(per, 3),
             "outcomes": dict(sorted(self.outcomes.items())),
             "deferred_to_quality_gate": self.events["deferred-quality-gate"],
+            "paused": self.events["paused"],
+            "released": {
+                "total": self.events["released"],
+                "inside_session": self.released_inside,
+            },
             "handbacks": {
                 "question": self.events["handback-question"],
                 "background": self.events["handback-background"],
@@ -125,24 +145,26 @@ def build(
         report.events[name] += 1
         if name == "refused":
             report.refusals[str(event.get("detector"))] += 1
+        if name == "released" and event.get("inside_session") is True:
+            report.released_inside += 1
         if not isinstance(key, str) or not isinstance(event_slug, str) or name in _NOT_RUN_EVENTS:
             continue
         ident = (key, event_slug)
-        current = active.get(ident)
+        current = active.pop(ident, None)  # put back last: the dict runs oldest to newest
         if current is None or name == "claimed":
             if current is not None:
-                _finish(report, finished, active.pop(ident))
-            current = active[ident] = Run(key, event_slug, at, at)
+                _finish(report, finished, current)
+            current = Run(key, event_slug, at, at)
             report.runs_total += 1
+        active[ident] = current
         _apply(report, current, name, event, at)
         if name in ENDINGS:
             current.outcome = name
-            _finish(report, finished, active.pop(ident))
+        if len(active) > OPEN_RUNS:
+            _finish(report, finished, active.pop(next(iter(active))))
     for leftover in active.values():
-        report.outcomes[leftover.outcome] += 1
-        report.longest_streak = max(report.longest_streak, leftover.longest_streak)
-    rows = [*finished, *active.values()]
-    report.rows = sorted(rows, key=lambda r: r.started)[-keep:]
+        _finish(report, finished, leftover)
+    report.rows = sorted(finished, key=lambda r: r.started)[-keep:]
     return report
 
 
@@ -172,18 +194,17 @@ def _apply(report: Report, run: Run, name: str, event: dict[str, Any], at: float
             run.closed += drop
             report.closed += drop
         run.last_open = open_count
-    if name in ("engage", "blocked"):
-        run.outcome = "running" if name == "engage" else "blocked"
     if name == "cut-short":
         run.cut_short += 1
     if name == "engage":
+        run.outcome = "running"
         run.engagements += 1
         report.engagements += 1
         run.streak += 1
         run.longest_streak = max(run.longest_streak, run.streak)
         if isinstance(open_count, int):
             run.burndown.append(open_count)
-    elif name not in ("refused", "claimed", "deferred-quality-gate"):
+    elif name not in ("refused", "claimed", "deferred-quality-gate", "released"):
         run.streak = 0  # the agent was let go: the streak of re-engagements ends
 
 

@@ -1,8 +1,11 @@
-"""The texts an agent reads: the continuation and the quality gate's refusals. Pure."""
+"""The texts an agent or a person reads: the continuation, the quality gate's refusals, and
+the lines told to the person when a run hands back, pauses or halts. Pure."""
 
 from __future__ import annotations
 
+from agentcfg.core.ladder import Caps
 from agentcfg.core.roadmap import DETAIL_LINES, Step, clip
+from agentcfg.core.times import format_duration
 
 
 def plural(n: int, word: str) -> str:
@@ -74,6 +77,11 @@ REFUSALS = {
         "verify line has not passed since. Run `{verify}` (or "
         "`{command}`) and keep the box only if it passes."
     ),
+    "self-exit": (
+        "turn-end-gate: step **{step}** of roadmap `{slug}` became {quote} during this "
+        "autonomous run. Only a person narrows the contract: restore the step and work on it, "
+        "or hand back and ask the person whether to drop it."
+    ),
 }
 
 
@@ -90,4 +98,57 @@ def stopped(slug: str, by: str) -> str:
     return (
         f"run-continuation: the person stopped the run on roadmap `{slug}` ({by}); stop working "
         f"on it and hand back. It carries on only after `agentcfg resume {slug}`."
+    )
+
+
+# What the person reads, through the host's own channel, when a run hands back, pauses or
+# halts: what stopped and how to go on. An event with no line here is not told.
+NOTES = {
+    "handback-question": (
+        "agentcfg: roadmap `{slug}` waits for your answer ({open}); "
+        "the run carries on after your reply."
+    ),
+    "paused": (
+        'agentcfg: roadmap `{slug}` is paused, as you asked ({open}). Say "go on" to resume '
+        "it, or have the agent claim it again for a fresh run: `agentcfg sessions claim {slug}`."
+    ),
+    "halt-max-iterations": (
+        "agentcfg: roadmap `{slug}` stopped at its cap of {max_iterations} ({open}). "
+        "To go on, have the agent claim it again: `agentcfg sessions claim {slug}` "
+        "(`--max-iterations N` sets a larger cap)."
+    ),
+    "halt-wall-clock": (
+        "agentcfg: roadmap `{slug}` stopped: its wall clock of {wall_clock} is spent ({open}). "
+        "To go on, have the agent claim it again: `agentcfg sessions claim {slug}` "
+        "(`--wall-clock 8h` sets a longer one)."
+    ),
+    "halt-stall": (
+        "agentcfg: roadmap `{slug}` stopped: the last {stall_window} continuations left its "
+        "open steps as they were ({open}). See `agentcfg roadmap next {slug}`, then have the "
+        "agent claim it again to go on: `agentcfg sessions claim {slug}`."
+    ),
+    "halt-roadmap-absent": (
+        "agentcfg: roadmap `{slug}` stopped: the claimed roadmap is gone or unreadable "
+        "({problem}). Restore roadmaps/{slug}.md, then have the agent claim it again: "
+        "`agentcfg sessions claim {slug}`."
+    ),
+    "halt-state-unreadable": (
+        "agentcfg: roadmap `{slug}` stopped: this session's run state could not be read. "
+        "Have the agent claim it again for a fresh run: `agentcfg sessions claim {slug}`."
+    ),
+}
+
+
+def note(event: str, slug: str, open_count: int, caps: Caps, problem: str = "") -> str:
+    """The line the person reads for a ladder event; "" for an event that is not told."""
+    template = NOTES.get(event)
+    if template is None:
+        return ""
+    return template.format(
+        slug=slug,
+        open=plural(open_count, "open step"),
+        max_iterations=plural(caps.max_iterations, "iteration"),
+        wall_clock=format_duration(caps.wall_clock),
+        stall_window=caps.stall_window,
+        problem=clip(problem or "it is not there", 160).replace("\n", " "),
     )

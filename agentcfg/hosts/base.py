@@ -81,6 +81,7 @@ class StopEvent:
     background_tasks: int
     host: str
     interrupted: bool = False  # the person stopped the agent (Cursor's aborted or error status)
+    prompt: str | None = None  # the person's latest prompt, when the payload carries it
 
 
 @dataclass(frozen=True)

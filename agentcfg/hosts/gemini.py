@@ -47,11 +47,12 @@ def to_event(payload: Mapping[str, object]) -> StopEvent:
     from agentcfg.paths import sha256_hex
 
     prompt = text(payload, "prompt")
+    ours = prompt.lstrip().startswith(OWN_TEXTS)
     response = text(payload, "prompt_response")
     message_id, reply = read_session(text(payload, "transcript_path"), prompt)
     if message_id:
         turn = f"message-{message_id}"
-    elif prompt and not prompt.lstrip().startswith(OWN_TEXTS):
+    elif prompt and not ours:
         turn = f"prompt-{sha256_hex(prompt.encode('utf-8', 'replace'))[:16]}"
     else:
         turn = ""
@@ -65,6 +66,7 @@ def to_event(payload: Mapping[str, object]) -> StopEvent:
         is_subagent=False,
         background_tasks=0,
         host=NAME,
+        prompt=prompt if prompt and not ours else None,
     )
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from agentcfg import claims, controls, loading, state
 from agentcfg.config import Config
+from agentcfg.core import phrases
 from agentcfg.core.ladder import Caps
 from agentcfg.core.roadmap import Roadmap, Scan, scan
 from agentcfg.errors import AgentcfgError
@@ -40,12 +41,16 @@ class HookContext:
         self._turn: str = event.turn_id
 
     @cached_property
-    def claim(self) -> claims.Claim | None:
-        """This session's live claim, or the pending one its transcript shows; None when absent
-        or stale."""
+    def held_claim(self) -> claims.Claim | None:
+        """This session's claim, live or stale, or the pending one its transcript shows."""
         if not self.event.session_id:
             return None
-        found = claims.read_claim(self.ws, self.key) or self._adopt()
+        return claims.read_claim(self.ws, self.key) or self._adopt()
+
+    @cached_property
+    def claim(self) -> claims.Claim | None:
+        """This session's live claim; None when absent or stale."""
+        found = self.held_claim
         return None if found is None or claims.is_stale(self.ws, found) else found
 
     def _adopt(self) -> claims.Claim | None:
@@ -103,6 +108,26 @@ class HookContext:
         if self.event.last_assistant_message is not None:
             return self.event.last_assistant_message
         return self.transcript.final_message or ""
+
+    @cached_property
+    def prompt(self) -> str | None:
+        """The person's latest prompt: from the payload (Gemini) or the transcript's tail."""
+        if self.event.prompt is not None:
+            return self.event.prompt
+        return self.transcript.prompt
+
+    @cached_property
+    def person(self) -> str | None:
+        """What the person's latest prompt asks of the run: "pause", "resume" or None."""
+        return phrases.intent(self.prompt)
+
+    @property
+    def paused(self) -> bool:
+        """The person paused this session's run and has not said to go on."""
+        if self.person is not None or self.claim is None:
+            return self.person == "pause"
+        run = claims.read_run(self.ws, self.claim)
+        return run is not None and run.paused
 
     @cached_property
     def reply_key(self) -> str:

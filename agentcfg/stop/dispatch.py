@@ -2,7 +2,8 @@
 
 Every concern runs (so each can record what it saw); the first block wins. A concern that
 crashes or runs out of time allows, unless it is declared fail_closed; an advisory concern
-can only warn.
+can only warn. Each concern is built with its chain entry, so it knows what its block will
+become (an advisory concern leaves no trace of a refusal that never happens).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
         name: str
 
         def check(self, ctx: Any) -> Verdict: ...
+
+    Factory = Callable[[ChainEntry], Concern]  # a concern class, built with its chain entry
 
 
 # The whole chain's time: hosts wait on the hook, and a stop decision that takes longer than
@@ -60,7 +63,7 @@ class Outcome:
 def run_chain(
     ctx: object,
     entries: Sequence[ChainEntry],
-    registry: Mapping[str, Callable[[], Concern]],
+    registry: Mapping[str, Factory],
     budget: float = CHAIN_BUDGET,
 ) -> tuple[Verdict, list[Outcome]]:
     """Run every concern, each within its own limit and all within the chain's `budget`."""
@@ -73,22 +76,22 @@ def run_chain(
 
 
 def reduce(verdicts: Sequence[Verdict]) -> Verdict:
-    """First block wins; else the first warning; else allow."""
+    """First block wins; else the first warning; else the first allow with a line to tell."""
     for kind in ("block", "warn"):
         for verdict in verdicts:
             if verdict.kind == kind:
                 return verdict
-    return ALLOW
+    return next((v for v in verdicts if v.message), ALLOW)
 
 
 def _run_one(
-    ctx: object, entry: ChainEntry, registry: Mapping[str, Callable[[], Concern]], limit: float
+    ctx: object, entry: ChainEntry, registry: Mapping[str, Factory], limit: float
 ) -> Outcome:
     try:
         if limit <= 0:
             raise ConcernTimeout("the chain's time budget is spent")
         with _time_limit(limit):
-            verdict = registry[entry.name]().check(ctx)
+            verdict = registry[entry.name](entry).check(ctx)
         if not isinstance(verdict, Verdict):
             raise TypeError(f"{entry.name} returned {type(verdict).__name__}, not a Verdict")
     except Exception as exc:

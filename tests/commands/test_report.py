@@ -51,6 +51,8 @@ HAND_MADE = [
     line("marked-done", "12:02:11", run=None, step="1.2", verified=True),
     line("error", "12:03:00", run="cccc3333", reason="roadmap unreadable"),
     line("halt-max-iterations", "12:04:00", run="dddd4444", slug="ghost", open=2),
+    line("paused", "12:05:00", run="eeee5555", open=2),
+    line("released", "12:06:00", run="eeee5555", inside_session=True),
 ]
 
 
@@ -60,8 +62,9 @@ def test_hand_made_ledger_figures() -> None:
     assert data["runs"] == 5
     assert data["engagements"] == 10
     assert data["outcomes"] == {
-        "blocked": 1, "complete": 1, "halt-max-iterations": 1, "halt-stall": 1, "running": 1
+        "blocked": 1, "halt-max-iterations": 1, "halt-stall": 1, "released": 1, "running": 1
     }  # fmt: skip
+    assert (data["paused"], data["released"]) == (1, {"total": 1, "inside_session": 1})
     assert data["steps_closed"] == 5 + 2  # demo 5 -> 0, then cccc 2 -> 0
     assert data["refusals"] == {"deference": 1, "promissory-closing": 1, "unproven-step": 1}
     assert data["handbacks"] == {"question": 1, "background": 1}
@@ -71,13 +74,13 @@ def test_hand_made_ledger_figures() -> None:
     assert (data["verified"], data["marked_done"], data["errors"]) == (1, 1, 1)
     rows = {(r["run"], r["outcome"]): r for r in data["rows"]}
     assert rows[("aaaa1111", "blocked")]["burndown"] == [5, 4, 3, 1]
-    assert rows[("cccc3333", "running")]["engagements"] == 1  # a new run after `complete`
+    assert rows[("cccc3333", "running")]["engagements"] == 3  # new work after `complete`: one run
     assert [r["cut_short"] for r in data["rows"] if r["run"] == "bbbb2222"] == [1]
 
 
 def test_filters() -> None:
     assert report.build(HAND_MADE, slug="other").to_json()["runs"] == 1
-    assert report.build(HAND_MADE, run="cccc").to_json()["runs"] == 2
+    assert report.build(HAND_MADE, run="cccc").to_json()["runs"] == 1
     since = report.parse_iso("2026-11-20T12:00:00Z")
     assert report.build(HAND_MADE, since=since).to_json()["engagements"] == 3
 
@@ -160,3 +163,22 @@ def test_blocked_pauses_a_run_rather_than_ending_it() -> None:
     assert data["runs"] == 1
     assert data["outcomes"] == {"complete": 1}
     assert data["rows"][0]["engagements"] == 2
+
+
+def test_a_run_is_counted_once_however_its_ledger_ends() -> None:
+    lines = [line("claimed", "10:00:00")]
+    for n in range(5):  # ledgers written before outcomes were once per run repeat them
+        lines += [line("engage", f"10:0{n}:10", open=1), line("complete", f"10:0{n}:20", open=0)]
+    data = report.build(lines).to_json()
+    assert (data["runs"], data["outcomes"]) == (1, {"complete": 1})
+    again = report.build([*lines, line("claimed", "11:00:00")]).to_json()
+    assert again["runs"] == 2  # only a claim starts another run
+
+
+def test_open_runs_are_bounded() -> None:
+    lines = [
+        line("engage", "10:00:00", run=f"r{n:07d}", open=1) for n in range(report.OPEN_RUNS + 50)
+    ]
+    data = report.build(lines, keep=3).to_json()
+    assert data["runs"] == report.OPEN_RUNS + 50
+    assert data["outcomes"] == {"running": report.OPEN_RUNS + 50}

@@ -8,20 +8,34 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentcfg.core.ladder import Caps, Decision, Fire, RunState, decide
+from agentcfg.core.ladder import Caps, Decision, Fire, RunState, clamp, decide, fingerprint
 
 CAPS = Caps(max_iterations=25, wall_clock=4 * 3600, stall_window=3)
 T0 = 1000.0
 
 
-def fire(**changes: object) -> Fire:
-    base = Fire(turn="t1", reply="r1", open=3, blocked=0, now=T0 + 10)
+def ids(*names: str) -> frozenset[str]:
+    return frozenset(names)
+
+
+THREE = ids("1.1", "1.2", "1.3")
+
+
+def fire(open: int | None = None, **changes: object) -> Fire:
+    """A fire of reply r1 in turn t1; `open=n` sees steps 1.1 .. 1.n open."""
+    base = Fire(turn="t1", reply="r1", open_ids=THREE, blocked=0, now=T0 + 10)
+    if open is not None:
+        changes["open_ids"] = frozenset(f"1.{n}" for n in range(1, open + 1))
     return replace(base, **changes)  # type: ignore[arg-type]
 
 
+def seen(open_ids: frozenset[str] = THREE) -> str:
+    return fingerprint(fire(open_ids=open_ids))
+
+
 def engaged(**changes: object) -> RunState:
-    """A run that engaged reply r1 of turn t1 with 3 open steps."""
-    base = RunState(T0, 1, "t1", "r1", 0, (3,), T0 + 10)
+    """A run that engaged reply r1 of turn t1 with steps 1.1-1.3 open."""
+    base = RunState(T0, 1, "t1", "r1", 0, (seen(),), T0 + 10)
     return replace(base, **changes)  # type: ignore[arg-type]
 
 
@@ -32,7 +46,7 @@ def outcome(d: Decision) -> tuple[bool, str | None]:
 def test_first_fire_engages_and_counts() -> None:
     d = decide(RunState.fresh(T0), fire(), CAPS)
     assert outcome(d) == (True, "engage")
-    assert d.state == RunState(T0, 1, "t1", "r1", 0, (3,), T0 + 10, None)
+    assert d.state == RunState(T0, 1, "t1", "r1", 0, (seen(),), T0 + 10, None)
 
 
 @pytest.mark.parametrize(
@@ -45,11 +59,12 @@ def test_first_fire_engages_and_counts() -> None:
         ({"question": True, "background": True}, "handback-question"),
     ],
 )
-def test_handbacks_allow_without_touching_state(changes: dict[str, bool], event: str) -> None:
-    run = engaged(halted="halt-stall")
+def test_handbacks_allow_and_let_the_agent_go(changes: dict[str, bool], event: str) -> None:
+    run = engaged()
     d = decide(run, fire(**changes), CAPS)
     assert outcome(d) == (False, event)
-    assert d.state == run and not d.changed
+    held = event == "deferred-quality-gate"  # the gate blocked: the turn goes on
+    assert d.state == (run if held else replace(run, last_reply=None))
 
 
 def test_duplicate_fire_blocks_again_uncounted() -> None:
@@ -75,12 +90,28 @@ def test_not_a_duplicate(changes: dict[str, object]) -> None:
     assert d.event == "engage"
 
 
-def test_halt_stamp_allows_silently_and_outranks_complete() -> None:
+def test_same_count_other_steps_is_not_a_duplicate() -> None:
+    d = decide(engaged(), fire(open_ids=ids("1.2", "1.3", "1.4")), CAPS)
+    assert d.event == "engage"
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"open": 0},
+        {"question": True},
+        {"deferred": True},
+        {"background": True},
+        {"person": "pause"},
+        {"open_ids": None},
+    ],
+)
+def test_a_halted_run_is_silent_whatever_the_fire_says(changes: dict[str, object]) -> None:
     run = engaged(halted="halt-max-iterations", last_reply=None)
-    for open_count in (0, 3):
-        d = decide(run, fire(open=open_count, reply="r9"), CAPS)
-        assert outcome(d) == (False, None)
-        assert not d.changed
+    d = decide(run, fire(reply="r9", **changes), CAPS)
+    assert outcome(d) == (False, None)
+    assert not d.changed
 
 
 def test_halted_run_never_matches_a_duplicate() -> None:
@@ -88,16 +119,60 @@ def test_halted_run_never_matches_a_duplicate() -> None:
     assert outcome(d) == (False, None)
 
 
-def test_blocked_only() -> None:
+def test_blocked_only_is_written_once() -> None:
     d = decide(engaged(), fire(open=0, blocked=2, reply="r2"), CAPS)
     assert outcome(d) == (False, "blocked")
-    assert d.state is not None and d.state.last_reply is None  # the agent is let go
+    assert d.state.last_reply is None  # the agent is let go
+    assert d.state.ended == "blocked" and d.changed
+    again = decide(d.state, fire(open=0, blocked=2, reply="r3", question=True), CAPS)
+    assert outcome(again) == (False, None) and not again.changed
 
 
-def test_complete_removes_the_run() -> None:
-    d = decide(engaged(), fire(open=0, reply="r2"), CAPS)
+def test_complete_is_written_once_and_new_work_goes_on_as_the_same_run() -> None:
+    d = decide(engaged(iterations=4), fire(open=0, reply="r2"), CAPS)
     assert outcome(d) == (False, "complete")
-    assert d.state is None and d.changed
+    assert d.state.ended == "complete"
+    for reply in ("r3", "r4", "r5"):
+        later = decide(d.state, fire(open=0, reply=reply, turn="t2"), CAPS)
+        assert outcome(later) == (False, None) and not later.changed
+    more = decide(d.state, fire(open_ids=ids("2.1"), reply="r6", turn="t2"), CAPS)
+    assert outcome(more) == (True, "engage")
+    assert (more.state.iterations, more.state.ended) == (5, None)  # the same run counts on
+
+
+def test_blocked_then_complete_each_once() -> None:
+    blocked = decide(engaged(), fire(open=0, blocked=1, reply="r2"), CAPS).state
+    d = decide(blocked, fire(open=0, blocked=0, reply="r3"), CAPS)
+    assert outcome(d) == (False, "complete")
+
+
+def test_an_absent_roadmap_halts_once() -> None:
+    d = decide(engaged(), fire(open_ids=None, reply="r2"), CAPS)
+    assert outcome(d) == (False, "halt-roadmap-absent")
+    assert d.state.halted == "halt-roadmap-absent"
+    assert outcome(decide(d.state, fire(open_ids=None, reply="r3"), CAPS)) == (False, None)
+
+
+def test_the_person_pauses_and_says_go_on() -> None:
+    d = decide(engaged(), fire(reply="r2", turn="t2", person="pause"), CAPS)
+    assert outcome(d) == (False, "paused")
+    assert d.state.paused
+    for changes in ({"person": "pause"}, {"person": None, "turn": "t3"}, {"question": True}):
+        still = decide(d.state, fire(reply="r3", **changes), CAPS)  # type: ignore[arg-type]
+        assert outcome(still) == (False, None) and not still.changed
+    resumed = decide(d.state, fire(reply="r4", turn="t4", person="resume"), CAPS)
+    assert outcome(resumed) == (True, "engage")
+    assert not resumed.state.paused
+
+
+def test_a_pause_outranks_a_question_and_is_kept_by_a_finished_run() -> None:
+    d = decide(engaged(), fire(reply="r2", person="pause", question=True), CAPS)
+    assert outcome(d) == (False, "paused")
+    done = engaged(ended="complete")
+    kept = decide(done, fire(open=0, reply="r3", person="pause"), CAPS)
+    assert outcome(kept) == (False, None) and kept.state.paused  # silent, yet remembered
+    new_work = decide(kept.state, fire(reply="r4", turn="t2"), CAPS)
+    assert outcome(new_work) == (False, None) and new_work.state.paused
 
 
 def test_max_iterations_cap_reached_exactly() -> None:
@@ -115,27 +190,46 @@ def test_wall_clock_at_the_cap_exactly() -> None:
     assert outcome(at) == (False, "halt-wall-clock")
 
 
+S = seen()
+
+
 def test_stall_window_just_short_and_just_met() -> None:
-    short = decide(engaged(history=(3, 3)), fire(reply="r2"), CAPS)
+    short = decide(engaged(history=(S, S)), fire(reply="r2"), CAPS)
     assert short.event == "engage"
-    met = decide(engaged(history=(3, 3, 3)), fire(reply="r2"), CAPS)
+    met = decide(engaged(history=(S, S, S)), fire(reply="r2"), CAPS)
     assert outcome(met) == (False, "halt-stall")
-    other = decide(engaged(history=(4, 3, 3)), fire(reply="r2"), CAPS)
+    other = decide(engaged(history=(seen(ids("1.9")), S, S)), fire(reply="r2"), CAPS)
     assert other.event == "engage"
 
 
+def test_stall_compares_the_open_steps_not_their_count() -> None:
+    # closing one step while finding another each turn keeps the count and is progress
+    run, turn_open = RunState.fresh(T0), ["1.1", "1.2", "1.3"]
+    for n in range(4, 12):
+        d = decide(run, fire(open_ids=frozenset(turn_open), reply=f"r{n}"), CAPS)
+        assert d.event == "engage"
+        run = d.state
+        turn_open = [*turn_open[1:], f"1.{n}"]
+    # the same open steps, fire after fire, halt after stall_window engagements
+    run, events = RunState.fresh(T0), list[str | None]()
+    for n in range(5):
+        d = decide(run, fire(reply=f"s{n}"), CAPS)
+        events.append(d.event)
+        run = d.state
+    assert events == ["engage", "engage", "engage", "halt-stall", None]
+
+
 def test_new_human_turn_clears_stall_history_but_not_the_counters() -> None:
-    d = decide(engaged(history=(3, 3, 3), iterations=5), fire(turn="t2", reply="r2"), CAPS)
+    d = decide(engaged(history=(S, S, S), iterations=5), fire(turn="t2", reply="r2"), CAPS)
     assert d.event == "engage"
-    assert d.state is not None
-    assert (d.state.history, d.state.iterations, d.state.last_turn) == ((3,), 6, "t2")
+    assert (d.state.history, d.state.iterations, d.state.last_turn) == ((S,), 6, "t2")
     assert decide(engaged(iterations=25), fire(turn="t2", reply="r2"), CAPS).event == (
         "halt-max-iterations"
     )
 
 
 def test_an_unknown_turn_is_not_a_new_turn() -> None:
-    d = decide(engaged(history=(3, 3, 3)), fire(turn="", reply="r2"), CAPS)
+    d = decide(engaged(history=(S, S, S)), fire(turn="", reply="r2"), CAPS)
     assert d.event == "halt-stall"
 
 
@@ -149,12 +243,17 @@ def test_shadow_mode_would_engage_without_counting() -> None:
 
 
 def test_run_state_json_round_trip_and_validation() -> None:
-    run = engaged(history=(5, 4, 3), halted="halt-stall")
+    run = engaged(history=(S, "x"), halted="halt-stall", ended="complete", paused=True)
     assert RunState.from_json(run.to_json()) == run
+    older = {k: v for k, v in run.to_json().items() if k not in ("ended", "paused")}
+    assert RunState.from_json({**older, "history": [3, 3]}) == replace(
+        run, history=("3", "3"), ended=None, paused=False
+    )  # a run state from before open-step fingerprints: counts never match one
     for bad in (
         {**run.to_json(), "iterations": -1},
         {**run.to_json(), "iterations": True},
-        {**run.to_json(), "history": [1, "2"]},
+        {**run.to_json(), "history": [1, None]},
+        {**run.to_json(), "paused": "yes"},
         {**run.to_json(), "started_at": "yesterday"},
         {**run.to_json(), "started_at": True},
         {k: v for k, v in run.to_json().items() if k != "halted"},
@@ -162,37 +261,53 @@ def test_run_state_json_round_trip_and_validation() -> None:
         assert RunState.from_json(bad) is None
 
 
+def test_clamp_cuts_budgets_to_their_limits_and_says_so() -> None:
+    assert clamp("max_iterations", 1000) == (1000, None)
+    assert clamp("max_iterations", 5000) == (1000, "5000 is above the limit of 1000; using 1000")
+    assert clamp("wall_clock", 8 * 86400.0) == (
+        7 * 86400.0,
+        "8d0h is above the limit of 7d0h; using 7d0h",
+    )
+
+
 events = st.tuples(
     st.sampled_from(["t1", "t2", "t3"]),
     st.sampled_from(["r1", "r2", "r3", "r4"]),
-    st.integers(0, 4),
+    st.one_of(st.none(), st.frozensets(st.sampled_from(["1.1", "1.2", "1.3", "2.1"]))),
     st.integers(0, 2),
     st.floats(0, 400),
     st.booleans(),
+    st.sampled_from([None, None, "pause", "resume"]),
 )
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(events, max_size=200), st.integers(1, 6), st.integers(1, 4))
-def test_blocks_never_exceed_three_times_the_cap(
-    fires: list[tuple[str, str, int, int, float, bool]], cap: int, window: int
+def test_blocks_never_exceed_three_times_the_cap_and_outcomes_are_written_once(
+    fires: list[tuple[str, str, frozenset[str] | None, int, float, bool, str | None]],
+    cap: int,
+    window: int,
 ) -> None:
     caps = Caps(max_iterations=cap, wall_clock=1e9, stall_window=window)
-    run: RunState | None = RunState.fresh(0.0)
-    now, blocks, engages = 0.0, 0, 0
-    for turn, reply, open_count, blocked, step, deferred in fires:
+    run = RunState.fresh(0.0)
+    now, blocks, engages, written = 0.0, 0, 0, []
+    for turn, reply, open_ids, blocked, step, deferred, person in fires:
         now += step
-        if run is None:
-            run = RunState.fresh(now)
-        d = decide(run, Fire(turn, reply, open_count, blocked, now, deferred=deferred), caps)
+        f = Fire(turn, reply, open_ids, blocked, now, deferred=deferred, person=person)
+        d = decide(run, f, caps)
         blocks += d.block
         engages += d.event == "engage"
-        if d.event == "complete":
-            assert open_count == 0 and blocked == 0
-            blocks = engages = 0  # a fresh run starts after completion
+        if d.event in ("complete", "blocked"):
+            assert f.open == 0 and (blocked > 0) == (d.event == "blocked")
+            assert written[-1:] != [d.event], "an ending is written once until work goes on"
+        if d.event is not None and d.event.startswith("halt-"):
+            assert not any(e.startswith("halt-") for e in written), "one halt per run"
         if run.halted is not None:
-            assert not d.block, "a halted run never blocks again"
-        run = d.state if d.changed else run
+            assert (d.block, d.event) == (False, None), "a halted run says nothing more"
+        if d.event in ("complete", "blocked", "engage") or (d.event or "").startswith("halt-"):
+            written.append(d.event or "")
+        assert d.changed == (d.state != run)
+        run = d.state
         assert blocks <= 3 * cap
         assert engages <= cap
 

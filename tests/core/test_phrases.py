@@ -87,3 +87,103 @@ def test_completion_claims(message: str) -> None:
 )
 def test_not_completion_claims(message: str) -> None:
     assert phrases.completion(message) is None
+
+
+# The person reads these and must answer: the run hands back (run-continuation rung 2).
+HANDS_BACK = [
+    "Which should we use: PostgreSQL or SQLite? Let me know which you prefer.",
+    "Should the cache live in Redis? Thanks!",
+    "The schema has two readings. Which one is right? I left both behind a flag for now.",
+    "Is the API key meant to live in the vault? I could not find it in the repository.",
+    "Let me know which database you prefer.",
+    "Let me know whether the old endpoint can go.",
+    "Please confirm that dropping the legacy table is fine.",
+    "Both designs work. Your call.",
+    "It is up to you whether we keep the shim.",
+    "Which do you prefer, tabs or spaces?",
+    "Which one would you rather ship first?",
+    "I need your decision on the retry policy before going further.",
+    "Awaiting your approval for the migration.",
+    "Let me know if you'd prefer MySQL instead.",
+    "Do you want the logs in JSON or in plain text?",
+    "Should failed jobs be retried, or dropped?",
+    "Can you share the staging credentials?",
+    "Step 1.2 is done.\n\nBefore 1.3: should the parser accept tabs? The spec is silent.",
+    "Which approach do you prefer?\n\n- a queue\n- a cron job",
+    "I compared both options.\n\nWhat should the default timeout be? 30 s or 60 s?",
+    "**Question:** is Python 3.10 still supported?",
+    "Please advise on the licence header.",
+    "Could you confirm the target region?",
+    "Is it OK to delete `build/` from the repository?",
+    "Why did the CI job get disabled?",
+    "Which port should the server use? I defaulted to 8080 for now.",
+]
+# These do not: the run goes on, or the gate refuses a request for leave (deference).
+GOES_ON = [
+    "Shall I continue?",
+    "Would you like me to proceed with step 1.3?",
+    "Let me know if you'd like me to continue.",
+    "Do you want me to keep going?",
+    "Step 1.2 is done. Should I go ahead and implement the cache next?",
+    "Why did it fail? The fixture was stale, so I regenerated it.",
+    "What changed? The parser now keeps list items in order.",
+    "Let me know if you have any questions.",
+    "Let me run the test suite:",
+    "Fixed the parser. Now I'll run the tests.",
+    "The function `is_valid?` is Ruby style; I renamed it.",
+    "```\nwhat?\n```\nRenamed the helper.",
+    "Asked myself whether it was worth it. It was.",
+    "See https://example.invalid/search?q=agentcfg for the notes.",
+    "Which port should the server use?\n\nI picked 8080 and documented it in the README, with the reasons for it.",
+    "Closed 1.2 and 1.3.",
+]
+
+
+@pytest.mark.parametrize("message", HANDS_BACK)
+def test_a_question_or_decision_request_hands_back(message: str) -> None:
+    assert phrases.question(message)
+    assert phrases.deference(message) is None
+    assert phrases.promise(message) is None  # "Let me know" promises nothing
+
+
+@pytest.mark.parametrize("message", GOES_ON)
+def test_no_question_for_the_person(message: str) -> None:
+    assert phrases.question(message) is None
+
+
+def test_the_table_is_large_enough_both_ways() -> None:
+    assert len(HANDS_BACK) + len(GOES_ON) >= 40
+    assert min(len(HANDS_BACK), len(GOES_ON)) >= 15
+
+
+@pytest.mark.parametrize(
+    ("prompt", "wants"),
+    [
+        ("stop", "pause"),
+        ("Stop!", "pause"),
+        ("STOP.", "pause"),
+        ("pause the roadmap", "pause"),
+        ("Please pause the run for now.", "pause"),
+        ("hold on", "pause"),
+        ("Hold on, I need to check something first.", "pause"),
+        ("wait", "pause"),
+        ("Wait - that is the wrong branch.", "pause"),
+        ("don't continue", "pause"),
+        ("Do not continue until I review the schema.", "pause"),
+        ("ok, stop here", "pause"),
+        ("Let's stop the roadmap; I'll look at it tomorrow.", "pause"),
+        ("go on", "resume"),
+        ("Continue.", "resume"),
+        ("ok, carry on", "resume"),
+        ("Resume the roadmap please", "resume"),
+        ("don't stop", "resume"),
+        ("Stop using tabs in the parser.", None),
+        ("Wait for the build to finish, then merge.", None),
+        ("Fix the README typo.", None),
+        ("What does step 1.3 mean?", None),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_what_the_persons_prompt_asks_of_the_run(prompt: str | None, wants: str | None) -> None:
+    assert phrases.intent(prompt) == wants

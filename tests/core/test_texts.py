@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
+from agentcfg.core.ladder import Caps
 from agentcfg.core.roadmap import Step, parse_roadmap
-from agentcfg.core.texts import REFUSALS, close_command, continuation, refusal
+from agentcfg.core.texts import NOTES, REFUSALS, close_command, continuation, note, refusal
 
 
 def step(verify: str | None = "pytest -k phases", text: str = "Scope checkboxes to phases") -> Step:
@@ -74,6 +75,7 @@ QUOTES = {
     "promissory-closing": "Now I'll run the tests.",
     "unverified-completion": "All tests pass.",
     "unproven-step": "",
+    "self-exit": "blocked-by: cache-design",
 }
 
 
@@ -89,3 +91,16 @@ def test_the_unproven_step_refusal_quotes_the_step_for_the_shell() -> None:
     text = refusal("unproven-step", "", slug="demo", step="Phase 0 Step 1", command="make x")
     assert "Run `agentcfg roadmap verify demo 'Phase 0 Step 1'` (or `make x`)" in text
     assert "verify demo -- -1.2`" in refusal("unproven-step", "", slug="demo", step="-1.2")
+
+
+@pytest.mark.parametrize("event", sorted(NOTES))
+def test_the_lines_the_person_is_told(event: str, snapshot: SnapshotAssertion) -> None:
+    text = note(event, "demo", 3, Caps(25, 4 * 3600.0, 3), problem="roadmaps/demo.md: not UTF-8")
+    assert text.startswith("agentcfg: roadmap `demo` ")
+    assert "\n" not in text and len(text) < 300  # one line
+    assert text == snapshot
+
+
+def test_events_that_are_not_told() -> None:
+    for event in ("engage", "complete", "blocked", "handback-background", "deferred-quality-gate"):
+        assert note(event, "demo", 0, Caps()) == ""

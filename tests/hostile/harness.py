@@ -94,8 +94,10 @@ def fire_hostile(
     assert proc.returncode in (0, 2), (proc.returncode, stderr[:500])
     if proc.returncode == 2:
         assert stderr.startswith(EXPLAINED), stderr[:500]
-    else:
-        assert stderr == "" and proc.stdout == b""
+    else:  # an allow is silent, or tells the person one line (a halt) in the host's channel
+        assert stderr == ""
+        told = json.loads(proc.stdout) if proc.stdout else {"systemMessage": "agentcfg:"}
+        assert list(told) == ["systemMessage"] and told["systemMessage"].startswith("agentcfg:")
     assert tree(root.parent, skip=root.name) == outside, "wrote outside the workspace"
     assert tree(root) == inside, "wrote outside state/"
     if kept is not None:

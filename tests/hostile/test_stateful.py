@@ -1,4 +1,5 @@
-"""Sequences of fires, box flips, new human turns, clock jumps and re-claims, explored by hypothesis.
+"""Sequences of fires, box flips, new human turns (pauses and go-ons among them), clock jumps,
+vanishing roadmaps and re-claims, explored by hypothesis.
 
 Runs the real decision (state files, locks, ledger) in-process with a controlled clock.
 """
@@ -47,15 +48,20 @@ class Fires(RuleBasedStateMachine):
         self.config = Config(max_iterations=MAX_ITERATIONS, wall_clock=7200.0)
         self.now = 1_000_000.0
         self.turn = 1
+        self.prompt = "Work the roadmap."
         self.claim()
 
     def teardown(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def claim(self) -> None:
+        if not self.roadmap.exists():
+            self.roadmap.write_text(ROADMAP)
         claims.claim(self.ws, "s", "r", now=self.now, force=True)
         self.blocks = 0
         self.halted = False
+        self.paused = False  # a re-claim ends a pause (a "stop" still standing pauses again)
+        self.outcomes: list[str] = []  # the outcomes written in this run, in order
 
     @rule(
         reply=st.integers(0, 3),
@@ -74,32 +80,57 @@ class Fires(RuleBasedStateMachine):
             False,
             0,
             "claude",
+            prompt=self.prompt,
         )
-        open_before = scan(parse_roadmap(self.roadmap.read_text())).counts
+        if self.prompt == "stop":  # a fire that sees "stop" pauses the run until "go on"
+            self.paused = True
+        present = self.roadmap.exists()
+        counts = scan(parse_roadmap(self.roadmap.read_text())).counts if present else None
         before = len(self.ledger())
         verdict = decide(HookContext(event, self.ws, self.config, {}, self.now))
         new = [e["event"] for e in self.ledger()[before:]]
-        if "engage" in new or (verdict.blocks and verdict.source == "run-continuation"):
+        continued = verdict.blocks and verdict.source == "run-continuation"
+        if "engage" in new or continued:
             assert not self.halted, "a halted run blocked again"
-        if verdict.blocks and verdict.source == "run-continuation":
+            assert not self.paused, "a run the person paused went on"
+        if continued:
             self.blocks += 1
         if "complete" in new:
-            assert open_before.open == 0 and open_before.blocked == 0
-            self.blocks = 0  # a later open box starts a new run
-        if any(e.startswith("halt-") for e in new):
-            self.halted = True
+            assert counts is not None and counts.open == 0 and counts.blocked == 0
+        for outcome in (e for e in new if e in ("complete", "blocked") or e.startswith("halt-")):
+            assert self.outcomes[-1:] != [outcome], f"{outcome} written twice in a row"
+            assert not self.halted, "a second halt in one run"
+            self.outcomes.append(outcome)
+            self.halted = outcome.startswith("halt-")
+            if outcome.startswith("halt-"):
+                assert verdict.message.startswith("agentcfg: roadmap `r` stopped"), "not told"
+        if "engage" in new:
+            self.outcomes.append("engage")
+        if "halt-roadmap-absent" in new:
+            assert not present
+        if "paused" in new:
+            assert self.paused
 
     @rule(index=st.integers(0, 3))
     def flip_box(self, index: int) -> None:
+        if not self.roadmap.exists():
+            return
         text = self.roadmap.read_text()
         boxes = list(BOX.finditer(text))
         box = boxes[index]
         mark = "x" if box.group(1) == " " else " "
         self.roadmap.write_text(text[: box.start(1)] + mark + text[box.end(1) :])
 
-    @rule()
-    def human_turn(self) -> None:
+    @rule(prompt=st.sampled_from(["Next please.", "stop", "go on", "What is 1.2?"]))
+    def human_turn(self, prompt: str) -> None:
         self.turn += 1
+        self.prompt = prompt
+        self.paused = self.paused and prompt != "go on"
+
+    @rule()
+    def roadmap_vanishes(self) -> None:
+        if self.roadmap.exists():
+            self.roadmap.unlink()
 
     @rule(seconds=st.floats(0, 3 * 3600))
     def clock_jump(self, seconds: float) -> None:

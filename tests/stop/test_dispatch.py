@@ -21,7 +21,7 @@ class Fixed:
 
 
 def registry(**concerns: Fixed) -> dict[str, object]:
-    return {name.replace("_", "-"): (lambda c=c: c) for name, c in concerns.items()}
+    return {name.replace("_", "-"): (lambda entry, c=c: c) for name, c in concerns.items()}
 
 
 def test_every_concern_runs_in_order_and_the_first_block_wins() -> None:
@@ -84,7 +84,21 @@ def test_a_non_verdict_counts_as_a_crash() -> None:
 
 
 def test_reduce() -> None:
-    warn, block = Verdict("warn", "w"), Verdict("block", "b")
+    warn, block, told = Verdict("warn", "w"), Verdict("block", "b"), Verdict("allow", "halted")
     assert reduce([]) == ALLOW
     assert reduce([ALLOW, warn]) == warn
     assert reduce([warn, block]) == block
+    assert reduce([ALLOW, told]) == told  # an allow with a line for the person keeps it
+    assert reduce([told, warn]) == warn
+
+
+def test_each_concern_is_built_with_its_chain_entry() -> None:
+    built: list[ChainEntry] = []
+
+    def factory(entry: ChainEntry) -> Fixed:
+        built.append(entry)
+        return Fixed("a", ALLOW, [])
+
+    entry = ChainEntry("a", severity="advisory")
+    run_chain(None, [entry], {"a": factory})  # type: ignore[dict-item]
+    assert built == [entry]

@@ -113,7 +113,19 @@ def test_a_run_that_completes(ws: Path) -> None:
     host.reply("Closed 2.2.")
     assert host.fire().exit_code == 0
     assert events(ws)[-4:] == ["engage", "verified", "marked-done", "complete"]
-    assert not run_file(ws, host.session_id).exists()
+    written = len(events(ws))
+    for n in range(4):  # a finished run: later fires allow silently, with no ledger line
+        host.reply(f"All wrapped up ({n}). Anything else?")
+        assert (host.fire().exit_code, len(events(ws))) == (0, written)
+    run = json.loads(run_file(ws, host.session_id).read_text())
+    assert (run["ended"], run["iterations"]) == ("complete", 4)
+    deferred = "(deferred by a person)\n"
+    roadmap.write_text(roadmap.read_text().replace(deferred, deferred + "- [ ] **2.4** More\n"))
+    host.human("I added 2.4")
+    host.reply("Noted.")
+    assert host.fire().next_step == "2.4"  # new work: the same run goes on
+    assert ledger(ws)[-1]["iterations"] == 5
+    assert json.loads(run_cli("report", "--json").output)["runs"] == 1
 
 
 def test_a_run_that_never_progresses_halts_on_stall_after_three_engagements(ws: Path) -> None:
@@ -154,11 +166,10 @@ def test_deference_is_refused_once_and_continuation_defers(ws: Path) -> None:
     assert ledger(ws)[0]["detector"] == "deference"
     again = host.fire()  # a second fire for the same reply: no second refusal, no engage
     assert again.exit_code == 0
-    host.reply("Shall I proceed?")  # a second deferential reply in the same turn
+    host.reply("Shall I proceed?")  # asking again after the refusal: it hands back
     later = host.fire()
-    assert later.exit_code == 2
-    assert later.stderr.startswith("run-continuation:")
-    assert events(ws)[2:] == ["deferred-quality-gate", "engage"]
+    assert later.exit_code == 0
+    assert events(ws)[2:] == ["deferred-quality-gate", "handback-question"]
 
 
 def test_a_real_question_hands_back(ws: Path) -> None:
@@ -260,18 +271,38 @@ def test_fail_open_on_garbage_stdin(claimed: Path) -> None:
             assert result.stderr.startswith("run-continuation:")
 
 
-def test_fail_open_on_unreadable_roadmap(claimed: Path) -> None:
+def told(result: subprocess.CompletedProcess[str]) -> str:
+    """The line Claude Code shows the person: `systemMessage` on stdout, exit 0."""
+    assert (result.returncode, result.stderr) == (0, "")
+    message: str = json.loads(result.stdout)["systemMessage"]
+    return message
+
+
+def test_an_unreadable_roadmap_halts_and_is_told_once(
+    claimed: Path, snapshot: SnapshotAssertion
+) -> None:
     (claimed / "roadmaps" / "demo.md").write_bytes(b"\x00\xff binary now")
-    result = fire(claimed, fixture_payload(1, claimed))
-    assert (result.returncode, result.stderr) == (0, "")
-    assert events(claimed) == ["error"]
+    assert told(fire(claimed, fixture_payload(1, claimed))) == snapshot
+    assert events(claimed) == ["halt-roadmap-absent", "error"]
+    again = fire(claimed, fixture_payload(2, claimed))
+    assert (again.returncode, again.stdout, again.stderr) == (0, "", "")
+    assert events(claimed)[2:] == ["error"]  # the halt is written once
 
 
-def test_fail_open_on_corrupt_run_state(claimed: Path) -> None:
+def test_a_deleted_roadmap_halts_and_is_told(claimed: Path) -> None:
+    (claimed / "roadmaps" / "demo.md").unlink()
+    assert "the claimed roadmap is gone" in told(fire(claimed, fixture_payload(1, claimed)))
+    assert events(claimed) == ["halt-roadmap-absent"]
+
+
+def test_a_corrupt_run_state_halts_and_is_told_once(
+    claimed: Path, snapshot: SnapshotAssertion
+) -> None:
     run_file(claimed, SESSION).write_text('{"started_at": "torn')
-    result = fire(claimed, fixture_payload(1, claimed))
-    assert (result.returncode, result.stderr) == (0, "")
-    assert events(claimed) == ["error"]
+    assert told(fire(claimed, fixture_payload(1, claimed))) == snapshot
+    assert events(claimed) == ["halt-state-unreadable"]
+    assert fire(claimed, fixture_payload(2, claimed)).stdout == ""
+    assert events(claimed) == ["halt-state-unreadable"]
 
 
 def test_fail_open_when_state_cannot_be_written(claimed: Path) -> None:

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from agentcfg.stop.concerns.run_continuation import RunContinuation
 from agentcfg.stop.concerns.turn_end_gate import TurnEndGate
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from agentcfg.stop.dispatch import Concern
+    from agentcfg.stop.dispatch import Factory
 
-REGISTRY: dict[str, Callable[[], Concern]] = {
+REGISTRY: dict[str, Factory] = {
     TurnEndGate.name: TurnEndGate,
     RunContinuation.name: RunContinuation,
 }

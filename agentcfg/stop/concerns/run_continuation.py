@@ -1,15 +1,20 @@
-"""run-continuation: while contracted work remains, block the stop with the next step."""
+"""run-continuation: while contracted work remains, block the stop with the next step.
+
+Hand-backs, pauses and halts allow the stop with a line for the person (texts.note), which
+each host shows through its own channel.
+"""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from agentcfg import claims, controls, state
 from agentcfg.claims import Claim
+from agentcfg.config import ChainEntry
 from agentcfg.core import phrases
 from agentcfg.core.ladder import Fire, RunState, decide
-from agentcfg.core.roadmap import Scan
-from agentcfg.core.texts import continuation, stopped
+from agentcfg.core.texts import continuation, note, stopped
 from agentcfg.errors import StateError
 from agentcfg.stop.context import HookContext
 from agentcfg.stop.dispatch import ALLOW, Verdict
@@ -18,62 +23,72 @@ from agentcfg.stop.dispatch import ALLOW, Verdict
 class RunContinuation:
     name = "run-continuation"
 
+    def __init__(self, entry: ChainEntry) -> None:
+        self.entry = entry
+
     def check(self, ctx: HookContext) -> Verdict:
-        claim, scanned = ctx.claim, ctx.scan
-        if self._silent(ctx) or claim is None or scanned is None:
+        claim = ctx.held_claim
+        if self._silent(ctx) or claim is None:
             return ALLOW
         if ctx.stop is not None:  # a person stopped the run: before any rung of the ladder
             return self._stopped(ctx, ctx.stop)
-        counts = scanned.counts
+        scanned = ctx.scan  # None: the claimed roadmap is gone or unreadable
+        roadmap = ctx.roadmap
+        if roadmap is not None and not roadmap.autonomous:
+            return ALLOW
+        refused = self._refused_turn(ctx)
+        message = ctx.final_message
         fire = Fire(
             turn=ctx.turn,
             reply=ctx.reply_key,
-            open=counts.open,
-            blocked=counts.blocked,
+            open_ids=None
+            if roadmap is None
+            else frozenset(s.id for s in roadmap.steps if s.is_open),
+            blocked=scanned.counts.blocked if scanned else 0,
             now=ctx.now,
-            deferred=self._deferred(ctx),
-            question=phrases.question(ctx.final_message) is not None,
+            deferred=refused == ctx.reply_key,
+            # asking leave again after a refusal in this turn is a question: it hands back
+            question=phrases.question(message) is not None
+            or (refused is not None and phrases.deference(message) is not None),
             background=ctx.event.background_tasks > 0,
+            person=ctx.person,
             shadow=ctx.config.mode == "shadow",
         )
         path = claims.run_path(ctx.ws, ctx.key, claim.slug)
         try:
             with state.locked(path.with_suffix(".lock")):
-                return self._step(ctx, fire, path, claim, scanned)
+                return self._step(ctx, fire, path, claim)
         except (StateError, OSError) as exc:
             ctx.log("error", reason=f"run state: {exc}")
             return ALLOW
 
-    def _step(
-        self, ctx: HookContext, fire: Fire, path: Path, claim: Claim, scanned: Scan
-    ) -> Verdict:
+    def _step(self, ctx: HookContext, fire: Fire, path: Path, claim: Claim) -> Verdict:
         run = RunState.fresh(ctx.now)
         if path.exists() or path.is_symlink():
             data = state.read_json(path)
             found = RunState.from_json(data) if data is not None else None
-            if found is None:
-                ctx.log("error", reason="run state is unreadable; re-claim to start a fresh run")
-                return ALLOW
+            if found is None:  # told once: the halted state written here replaces it
+                halted = replace(run, halted="halt-state-unreadable")
+                state.write_json(path, halted.to_json())  # OSError: allow, above
+                return self._told(ctx, claim, "halt-state-unreadable", halted)
             run = found
         decision = decide(run, fire, ctx.caps)
         if decision.changed:
-            if decision.state is None:
-                state.remove(path)
-            else:
-                state.write_json(path, decision.state.to_json())  # OSError: allow, above
-        after = decision.state or run
+            state.write_json(path, decision.state.to_json())  # OSError: allow, above
         if decision.cut_short:
             ctx.log("cut-short", iterations=run.iterations, reply=run.last_reply)
-        if decision.event is not None:
-            extra: dict[str, object] = {}
-            if decision.event == "engage" and scanned.next:
-                extra = {"step": scanned.next.id}
-            ctx.log(decision.event, iterations=after.iterations, reply=ctx.reply_key, **extra)
-        if not decision.block:
+        if decision.event is None and not decision.block:
             return ALLOW
-        counts = scanned.counts
+        if not decision.block:
+            return self._told(ctx, claim, decision.event or "", decision.state)
+        scanned = ctx.scan
+        if decision.event is not None:
+            step = {"step": scanned.next.id} if scanned and scanned.next else {}
+            ctx.log("engage", iterations=decision.state.iterations, reply=ctx.reply_key, **step)
+        counts = scanned.counts if scanned else None
         text = continuation(
-            claim.slug, counts.open, counts.blocked, scanned.next, after.iterations,
+            claim.slug, counts.open if counts else 0, counts.blocked if counts else 0,
+            scanned.next if scanned else None, decision.state.iterations,
             ctx.caps.max_iterations,
         )  # fmt: skip
         return Verdict("block", text, self.name)
@@ -89,23 +104,29 @@ class RunContinuation:
         ctx.log("stopped", by=found.by, reply=ctx.reply_key)
         return Verdict("warn", stopped(found.slug, found.by), self.name)
 
+    def _told(self, ctx: HookContext, claim: Claim, event: str, run: RunState) -> Verdict:
+        """Record an allowing event; the verdict carries the line the person is told, if any."""
+        ctx.log(event, iterations=run.iterations, reply=ctx.reply_key)
+        open_count = ctx.scan.counts.open if ctx.scan else 0
+        line = note(event, claim.slug, open_count, ctx.caps, ctx.problem or "")
+        return Verdict("allow", line, self.name)
+
     @staticmethod
     def _silent(ctx: HookContext) -> bool:
         """Rung 0: nothing to do and nothing to record."""
         return (
-            ctx.env.get("AGENTCFG_NO_RUN_CONTINUATION") == "1"
-            or ctx.env.get("AGENTCFG_REPLAY") == "1"
+            ctx.config.no_run_continuation
+            or ctx.config.replay
             or ctx.event.is_subagent
             or ctx.event.interrupted
             or ctx.config.mode == "off"
-            or not ctx.autonomous
         )
 
     @staticmethod
-    def _deferred(ctx: HookContext) -> bool:
+    def _refused_turn(ctx: HookContext) -> str | None:
+        """The reply key the gate refused in this turn, if it refused one."""
         marker = state.read_json(ctx.refusal_path())
-        return (
-            marker is not None
-            and marker.get("refused_turn") == ctx.turn
-            and marker.get("refused_reply") == ctx.reply_key
-        )
+        if marker is None or marker.get("refused_turn") != ctx.turn or not ctx.turn:
+            return None
+        reply = marker.get("refused_reply")
+        return reply if isinstance(reply, str) else None

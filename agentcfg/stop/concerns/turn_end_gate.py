@@ -1,7 +1,9 @@
 """turn-end-gate: refuse, once per turn, a turn end that looks unfinished.
 
 Config `mode` rules it as it rules the whole hook: `off` silences it, `shadow` records
-what it would refuse without blocking.
+what it would refuse without blocking. As an advisory concern it only warns, and keeps no
+marker: run-continuation must not defer to a refusal that never reached the agent.
+A question to the person is never refused, and a run the person paused is left alone.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import contextlib
 from pathlib import Path
 
 from agentcfg import state
+from agentcfg.config import ChainEntry
 from agentcfg.core import phrases
 from agentcfg.core.roadmap import Step
 from agentcfg.core.texts import refusal
@@ -23,6 +26,9 @@ from agentcfg.stop.dispatch import ALLOW, Verdict
 class TurnEndGate:
     name = "turn-end-gate"
 
+    def __init__(self, entry: ChainEntry) -> None:
+        self.advisory = entry.severity == "advisory"
+
     def check(self, ctx: HookContext) -> Verdict:
         if (
             ctx.event.is_subagent
@@ -34,19 +40,22 @@ class TurnEndGate:
             return ALLOW
         if ctx.config.gate_scope == "claimed" and not ctx.autonomous:
             return ALLOW
-        unproven = _unproven_steps(ctx)
+        changed = _changed_steps(ctx)
+        if ctx.paused:
+            return ALLOW
         path = ctx.refusal_path()
         try:
             with state.locked(path.with_suffix(".lock")):
-                found = self._refuse(ctx, unproven, path)
+                found = self._refuse(ctx, changed, path)
         except (StateError, OSError):
             return ALLOW  # a refusal that cannot be remembered could repeat: let the turn end
         if found is None:
             return ALLOW
         detector, quote, step = found
         extra: dict[str, object] = {"step": step.id} if step else {}
-        if ctx.config.mode == "shadow":
-            extra["shadow"] = True
+        for flag, on in (("shadow", ctx.config.mode == "shadow"), ("advisory", self.advisory)):
+            if on:
+                extra[flag] = True
         ctx.log("refused", detector=detector, quote=quote[:240], **extra)
         if ctx.config.mode == "shadow":
             return ALLOW  # recorded as it would have been refused, never blocked
@@ -61,14 +70,14 @@ class TurnEndGate:
         return Verdict("block", text, self.name)
 
     def _refuse(
-        self, ctx: HookContext, unproven: list[Step], path: Path
+        self, ctx: HookContext, changed: Changed, path: Path
     ) -> tuple[str, str, Step | None] | None:
         """Under the marker's lock: what to refuse this turn, remembered; None for nothing."""
         marker = state.read_json(path)
         if marker is not None and marker.get("refused_turn") == ctx.turn:
             return None  # at most one refusal per turn
-        found = self._detect(ctx, unproven)
-        if found is not None:
+        found = self._detect(ctx, changed)
+        if found is not None and not self.advisory:
             state.write_json(
                 path,
                 {
@@ -81,14 +90,15 @@ class TurnEndGate:
             )
         return found
 
-    def _detect(
-        self, ctx: HookContext, unproven: list[Step]
-    ) -> tuple[str, str, Step | None] | None:
+    def _detect(self, ctx: HookContext, changed: Changed) -> tuple[str, str, Step | None] | None:
         message, enabled = ctx.final_message, ctx.config.detectors
+        unproven, exited = changed
         if "unproven-step" in enabled and unproven:
             return "unproven-step", "", unproven[0]
-        if not message.strip():
-            return None
+        if "self-exit" in enabled and exited:
+            return "self-exit", _how(exited[0]), exited[0]
+        if not message.strip() or phrases.question(message):
+            return None  # a question to the person hands back: never refused
         if "deference" in enabled and ctx.autonomous:
             quote = phrases.deference(message)
             if quote:
@@ -104,34 +114,42 @@ class TurnEndGate:
         return None
 
 
-def _unproven_steps(ctx: HookContext) -> list[Step]:
-    """Steps open at the previous fire, done now, with a verify line that has not passed since.
+Changed = tuple[list[Step], list[Step]]  # (unproven, self-exited)
+
+
+def _changed_steps(ctx: HookContext) -> Changed:
+    """Steps open at the previous fire that are now done with a verify line that has not passed
+    since (unproven), or cancelled, deferred or blocked (self-exited: only a person does that).
 
     Records this fire's open steps for the next one to compare against.
     """
     if not ctx.autonomous or ctx.claim is None or ctx.scan is None or ctx.roadmap is None:
-        return []
+        return [], []
     slug = ctx.claim.slug
     path = ctx.ws.state / "marks" / f"{ctx.key}-{slug}.json"
     before = state.read_json(path) or {}
     listed = before.get("open")
     was_open: list[object] = listed if isinstance(listed, list) else []
     seen_at = parse_iso(before.get("at"))
-    now_open = [s.id for s in ctx.roadmap.steps if s.mark == "open"]
+    now_open = [s.id for s in ctx.roadmap.steps if s.is_open]
     if now_open != was_open:
         # without a record the next fire simply sees nothing newly done
         with contextlib.suppress(OSError):
             state.write_json(path, {"open": now_open, "at": iso_ms(ctx.now)})
     if seen_at is None:
-        return []
-    done = {s.id: s for s in ctx.roadmap.steps if s.mark == "done" and s.verify}
-    return [
-        done[step_id]
-        for step_id in was_open
-        if isinstance(step_id, str)
-        and step_id in done
-        and not proven_since(ctx.ws, slug, step_id, seen_at)
+        return [], []
+    by_id = {s.id: s for s in ctx.roadmap.steps}
+    left = [by_id[i] for i in was_open if isinstance(i, str) and i in by_id and i not in now_open]
+    unproven = [
+        s
+        for s in left
+        if s.mark == "done" and s.verify and not proven_since(ctx.ws, slug, s.id, seen_at)
     ]
+    return unproven, [s for s in left if s.mark in ("cancelled", "deferred") or s.blocked]
+
+
+def _how(step: Step) -> str:
+    return f"blocked-by: {step.blocked_by}".rstrip(" :") if step.blocked else step.mark
 
 
 def _counts(ctx: HookContext) -> dict[str, int] | None:
