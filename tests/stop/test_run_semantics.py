@@ -153,7 +153,8 @@ def test_gemini_pause_comes_from_the_payload_prompt(ws: Path) -> None:
 
     code, out = gemini("Don't continue, I need to look at the schema.")
     assert code == 0 and json.loads(out)["systemMessage"].startswith("agentcfg: roadmap `demo` is")
-    assert gemini("resume the roadmap") == (2, "")  # Gemini's block: exit 2, text on stderr
+    code, out = gemini("resume the roadmap")  # Gemini's block: a JSON decision on stdout
+    assert code == 0 and json.loads(out)["decision"] == "deny"
     assert events(ws) == ["paused", "engage"]
 
 
