@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from agentcfg.core.visible import visible
 from agentcfg.workspace import Workspace, find_root
 
 
@@ -20,8 +21,15 @@ def now() -> float:
     return time.time()
 
 
+def say(text: str, err: bool = False) -> None:
+    """Print a line for a person: roadmap text, verify lines and ledger fields reach the
+    terminal with their control characters shown, never obeyed."""
+    click.echo(visible(text), err=err)
+
+
 def emit_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    """JSON for a program; the same escapes keep a terminal safe and decode to the same value."""
+    say(json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False))
 
 
 def duration(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:

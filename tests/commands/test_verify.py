@@ -29,7 +29,9 @@ STEPS = """## Phase 1
 
 @pytest.fixture
 def road(ws: Path) -> Path:
-    return write_roadmap(ws, "v", STEPS)
+    path = write_roadmap(ws, "v", STEPS)
+    assert run_cli("roadmap", "trust", "v").exit_code == 0
+    return path
 
 
 def test_done_runs_the_verify_line_and_marks_only_that_box(road: Path) -> None:
@@ -39,9 +41,9 @@ def test_done_runs_the_verify_line_and_marks_only_that_box(road: Path) -> None:
     assert result.output.endswith("marked step 1.1 done in roadmaps/v.md: its verify line passed\n")
     after = road.read_text()
     assert after == before.replace("- [ ] **1.1**", "- [x] **1.1**")
-    kinds = [(e["event"], e["step"]) for e in ledger(road.parent.parent)]
-    assert kinds == [("verified", "1.1"), ("marked-done", "1.1")]
-    assert ledger(road.parent.parent)[0]["passed"] is True
+    kinds = [(e["event"], e.get("step")) for e in ledger(road.parent.parent)]
+    assert kinds[1:] == [("verified", "1.1"), ("marked-done", "1.1")]
+    assert ledger(road.parent.parent)[1]["passed"] is True
 
 
 def test_a_failing_verify_line_leaves_the_file_alone(
@@ -52,12 +54,13 @@ def test_a_failing_verify_line_leaves_the_file_alone(
     assert result.exit_code == 1
     assert road.read_bytes() == before
     assert re.sub(r"\d+\.\ds\)", "N.Ns)", result.output) == snapshot
-    assert [e["event"] for e in ledger(road.parent.parent)] == ["verified"]
+    assert [e["event"] for e in ledger(road.parent.parent)] == ["trusted", "verified"]
 
 
 def test_a_timeout_fails_and_ends_the_command(road: Path) -> None:
     (road.parent.parent / "agentcfg.yaml").write_text("verify: {timeout: 1}\n")
     road.write_text(road.read_text().replace("echo all good", "sleep 30"))
+    assert run_cli("roadmap", "trust", "v").exit_code == 0
     result = run_cli("roadmap", "verify", "v", "1.1", "--json")
     assert result.exit_code == 1
     data = json.loads(result.output)
@@ -111,6 +114,7 @@ def test_byte_for_byte(ws: Path, data: bytes) -> None:
     path = ws / "roadmaps" / "b.md"
     path.write_bytes(data)
     path.chmod(0o640)
+    assert run_cli("roadmap", "trust", "b").exit_code == 0
     assert run_cli("roadmap", "done", "b", "1.1").exit_code == 0
     expected = data.replace(b"[ ]", b"[x]", 1)
     assert path.read_bytes() == expected
@@ -120,6 +124,7 @@ def test_byte_for_byte(ws: Path, data: bytes) -> None:
 def test_concurrent_done_on_two_steps_both_land(ws: Path) -> None:
     body = "".join(f"- [ ] **1.{n}** step {n} <!-- verify: sleep 0.2 -->\n" for n in range(1, 9))
     path = write_roadmap(ws, "c", "## Phase 1\n" + body)
+    assert run_cli("roadmap", "trust", "c").exit_code == 0
 
     def done(n: int) -> int:
         return subprocess.run(
@@ -145,6 +150,7 @@ def test_gate_refuses_an_unproven_box_and_allows_a_proven_one(
 ) -> None:
     host = SimulatedHost(ws)
     host.human("go")
+    host.trust("demo")
     host.claim("demo")
     host.reply("Starting.")
     assert host.fire().next_step == "1.2"
