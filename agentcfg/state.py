@@ -222,6 +222,17 @@ def event(
     return record
 
 
+def ledger_quote(text: str, how: str = "excerpt") -> str:
+    """How the ledger keeps a quote of the assistant's words: never verbatim. `excerpt` is
+    short and secret-masked; `hash` keeps only a digest to match quotes by."""
+    from agentcfg.core.visible import excerpt
+    from agentcfg.paths import sha256_hex
+
+    if how == "hash":
+        return "sha256:" + sha256_hex(text.encode("utf-8", "replace"))[:16]
+    return excerpt(text)
+
+
 def ledger_lines(state: Path, limit: int = LEDGER_LINE_LIMIT) -> Iterator[bytes]:
     """The ledger's lines, oldest first; none when there is no ledger yet, or when it is not
     a regular file of ours. A line longer than `limit` comes as b"" (unreadable), unread."""

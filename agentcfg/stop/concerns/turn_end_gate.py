@@ -47,7 +47,8 @@ class TurnEndGate:
         extra: dict[str, object] = {"step": step.id} if step else {}
         if ctx.config.mode == "shadow":
             extra["shadow"] = True
-        ctx.log("refused", detector=detector, quote=quote[:240], **extra)
+        quoted = state.ledger_quote(quote, ctx.config.ledger_quotes)
+        ctx.log("refused", detector=detector, quote=quoted, **extra)
         if ctx.config.mode == "shadow":
             return ALLOW  # recorded as it would have been refused, never blocked
         slug = ctx.claim.slug if ctx.claim else ""
