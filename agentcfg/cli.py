@@ -18,12 +18,13 @@ class Group(click.Group):
     asked for `--json` also gets the error as a JSON object on stdout."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        as_json = "--json" in ctx.args  # read now: click empties it on the way down
         try:
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except AgentcfgError as exc:
-            if "--json" in ctx.args:
+            if as_json:
                 click.echo(json.dumps({**exc.to_json(), "exit_code": exc.exit_code}, indent=2))
             click.echo(visible(f"agentcfg: error: {exc}"), err=True)
             ctx.exit(exc.exit_code)

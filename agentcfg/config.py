@@ -137,7 +137,7 @@ def validate(data: Mapping[str, Any], env: Mapping[str, str], problems: list[str
     max_iterations = pick(
         "ladder.max_iterations",
         env.get("AGENTCFG_MAX_ITERATIONS") or ladder.get("max_iterations"),
-        _positive_int,
+        positive_int,
         base.max_iterations,
     )
     wall_clock = pick(
@@ -149,7 +149,7 @@ def validate(data: Mapping[str, Any], env: Mapping[str, str], problems: list[str
     stall_window = pick(
         "ladder.stall_window",
         env.get("AGENTCFG_STALL_WINDOW") or ladder.get("stall_window"),
-        _positive_int,
+        positive_int,
         base.stall_window,
     )
     verify_timeout = pick(
@@ -245,7 +245,7 @@ def _choice(options: tuple[str, ...]) -> Any:
     return lambda raw: raw if raw in options else None
 
 
-def _positive_int(raw: object) -> int | None:
+def positive_int(raw: object) -> int | None:
     """An integer from 1 to INT_LIMIT, given as one or as ASCII decimal digits; else None."""
     if isinstance(raw, str):
         text = raw.strip()

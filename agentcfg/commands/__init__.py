@@ -44,6 +44,18 @@ def duration(ctx: click.Context, param: click.Parameter, value: str | None) -> f
     return seconds
 
 
+def count(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """A click callback: a whole number from 1 to a billion, in ASCII digits."""
+    from agentcfg.config import INT_LIMIT, positive_int
+
+    if value is None:
+        return None
+    number = positive_int(value)
+    if number is None:
+        raise click.BadParameter(f"{value[:20]!r} is not a whole number from 1 to {INT_LIMIT:,}")
+    return number
+
+
 json_option = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from agentcfg import claims, controls, loading
-from agentcfg.commands import duration, emit_json, json_option, now, say, workspace
+from agentcfg.commands import count, duration, emit_json, json_option, now, say, workspace
 from agentcfg.core.times import format_duration
 from agentcfg.doctor import cap_findings
 from agentcfg.hosts.registry import host_of, session_env
@@ -28,7 +28,7 @@ def sessions() -> None:
 @click.argument("slug")
 @click.option("--force", is_flag=True, help="Take the roadmap over from another live session.")
 @session_option
-@click.option("--max-iterations", type=click.IntRange(min=1), help="This run's iteration cap.")
+@click.option("--max-iterations", callback=count, help="This run's iteration cap.")
 @click.option("--wall-clock", callback=duration, help="This run's time cap, e.g. 2h.")
 def claim_command(
     slug: str,

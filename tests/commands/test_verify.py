@@ -6,12 +6,17 @@ import json
 import re
 import subprocess
 import sys
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from syrupy.assertion import SnapshotAssertion
 
+from agentcfg import loading, verify
+from agentcfg.workspace import Workspace
 from tests.conftest import hook_env, ledger, run_cli, write_roadmap
 from tests.simhost import SimulatedHost, mark_done
 
@@ -167,3 +172,66 @@ def test_gate_refuses_an_unproven_box_and_allows_a_proven_one(
     host.reply("Step 1.3 finished.")
     proven = host.fire()
     assert proven.stderr.startswith("run-continuation:")  # the proven box is not refused
+
+
+# -- the right box, whatever the line endings ---------------------------------------------
+
+LINES = st.sampled_from(
+    ["- [ ] open", "- [x] done", "* [ ] open", "1. [ ] open", "text", "", "  - [ ] nested open"]
+)
+ENDINGS = st.sampled_from([b"\n", b"\r\n", b"\r"])
+
+
+@given(st.lists(st.tuples(LINES, ENDINGS), min_size=1, max_size=12), st.data())
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_done_changes_exactly_the_box_of_its_step(
+    lines: list[tuple[str, bytes]], data: st.DataObject
+) -> None:
+    text = b"".join(line.encode() + end for line, end in lines)
+    with tempfile.TemporaryDirectory() as folder:
+        ws = Workspace(Path(folder))
+        ws.roadmaps.mkdir()
+        path = ws.roadmaps / "p.md"
+        path.write_bytes(text)
+        steps = [s for s in loading.load(ws, "p").steps if s.mark == "open"]
+        if not steps:
+            return
+        step = data.draw(st.sampled_from(steps))
+        verify.mark_done(ws, "p", step.id)
+        after = path.read_bytes()
+    changed = [n for n in range(len(text)) if text[n] != after[n]]
+    assert len(after) == len(text) and len(changed) == 1
+    assert text[changed[0] - 1 : changed[0] + 2] == b"[ ]" and after[changed[0]] == ord("x")
+    # the byte changed is on the step's own line, counted as the parser counts lines
+    assert len(re.findall(rb"\r\n|\r|\n", text[: changed[0]])) + 1 == step.line
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"- [ ] **1.1** a <!-- verify: true -->\r- [ ] **1.2** b <!-- verify: false -->\r",
+        b"- [ ] **1.1** a <!-- verify: true -->\r- [ ] **1.2** b <!-- verify: false -->",
+        b"text\r\n\r- [ ] **1.1** a <!-- verify: true -->\n- [ ] **1.2** b <!-- verify: false -->",
+    ],
+    ids=["cr only", "cr only, no final ending", "mixed"],
+)
+def test_a_lone_cr_never_ticks_the_neighbour(ws: Path, data: bytes) -> None:
+    path = ws / "roadmaps" / "cr.md"
+    path.write_bytes(data)
+    assert run_cli("roadmap", "trust", "cr").exit_code == 0
+    result = run_cli("roadmap", "done", "cr", "1.1")
+    assert result.exit_code == 0, result.output
+    assert path.read_bytes() == data.replace(b"[ ] **1.1**", b"[x] **1.1**")
+
+
+def test_trust_shows_each_command_escaped_and_done_then_runs(
+    ws: Path, snapshot: SnapshotAssertion
+) -> None:
+    write_roadmap(ws, "t", "- [ ] **1.1** a <!-- verify: echo \x1b[8mhidden\x1b[0m; true -->\n")
+    refused = run_cli("roadmap", "done", "t", "1.1")
+    assert refused.exit_code == 1
+    trusted = run_cli("roadmap", "trust", "t")
+    assert trusted.exit_code == 0 and "\x1b" not in trusted.output
+    shown = trusted.output.replace(str(ws.parent), "<tmp>")
+    assert (refused.output, shown) == snapshot
+    assert run_cli("roadmap", "done", "t", "1.1").exit_code == 0
