@@ -266,8 +266,7 @@ def claim_pending(
     """Record a claim for the session whose next turn end shows the printed token."""
     import secrets  # loads hashlib, which the stop hook's lean path does without
 
-    slug = normalise_slug(slug)
-    ws.roadmap_path(slug)
+    slug = ws.canonical(slug)  # the roadmap must exist; an alias claims the file it names
     _live_peers(ws, slug, None, now, force)
     made = Pending(
         TOKEN_PREFIX + secrets.token_hex(8), slug, now, force, max_iterations, wall_clock

@@ -68,9 +68,7 @@ def claim_command(
         for peer in result.displaced:
             say(f"took roadmap `{slug}` over from session {peer.session_id}")
         if result.replaced is not None:
-            say(
-                f"replaced this session's claim on `{result.replaced.slug}`; the run starts afresh"
-            )
+            say(f"replaced this session's claim on `{result.replaced.slug}`; the run starts afresh")
         say(f"claimed roadmap `{slug}` for session {session_id}")
     caps = [f"max {max_iterations} iterations"] if max_iterations else []
     if wall_clock:
