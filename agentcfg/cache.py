@@ -6,6 +6,7 @@ import contextlib
 from collections.abc import Callable
 
 from agentcfg import state
+from agentcfg.errors import StateError
 from agentcfg.paths import sha256_hex
 from agentcfg.workspace import Workspace
 
@@ -49,6 +50,6 @@ def through(
             return restored
     value = build()
     if ws.state.is_dir():  # a read-only command in a fresh workspace creates nothing
-        with contextlib.suppress(OSError, TypeError, ValueError):
+        with contextlib.suppress(OSError, StateError, TypeError, ValueError):
             state.write_json(entry, {**key, "value": dump(value)}, compact=True)
     return value

@@ -12,7 +12,7 @@ from agentcfg.core.ladder import RunState, clamp
 from agentcfg.core.times import format_duration, iso, parse_iso
 from agentcfg.errors import ClaimError, RoadmapError
 from agentcfg.paths import session_key as session_key
-from agentcfg.workspace import Workspace, normalise_slug
+from agentcfg.workspace import Workspace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for every import
@@ -22,6 +22,7 @@ PEER_WINDOW = 4 * 3600.0
 PENDING_WINDOW = 3600.0  # a pending claim no turn end has adopted within an hour is dropped
 TOKEN_PREFIX = "agentcfg-claim-"
 OWN_SESSION_ENV = "AGENTCFG_SESSION_ID"
+SESSION_LIMIT = 256
 
 
 def session_names(host_env: Sequence[str]) -> tuple[str, ...]:
@@ -123,11 +124,22 @@ def all_claims(ws: Workspace) -> list[Claim]:
 
 
 def is_stale(ws: Workspace, claim: Claim) -> bool:
+    """The claimed roadmap is gone, or its slug now names another file."""
     try:
-        ws.roadmap_path(claim.slug)
+        return ws.canonical(claim.slug) != claim.slug
     except RoadmapError:
         return True
-    return False
+
+
+def check_session(session_id: str) -> None:
+    """ClaimError for a session id no state file can hold: refused before anything is written."""
+    from agentcfg.core.visible import visible
+
+    if len(session_id) > SESSION_LIMIT or visible(session_id) != session_id:
+        raise ClaimError(
+            f"bad session id {visible(session_id[:64])!r}: at most {SESSION_LIMIT} printable "
+            "characters"
+        )
 
 
 @dataclass(frozen=True)
@@ -149,22 +161,25 @@ def claim(
     wall_clock: float | None = None,
     token: str | None = None,
 ) -> ClaimResult:
-    """Bind a session to a roadmap and start a fresh run; refuse a peer's live claim."""
-    slug = normalise_slug(slug)
-    ws.roadmap_path(slug)  # the roadmap must exist
+    """Bind a session to a roadmap and start a fresh run; refuse a peer's live claim.
+
+    A claim that fails on the way changes nothing: peers lose theirs only once it is made.
+    """
+    check_session(session_id)
+    slug = ws.canonical(slug)  # the roadmap must exist; an alias claims the file it names
     max_iterations, wall_clock, cut = clamp_budget(max_iterations, wall_clock)
     new = Claim(slug, session_id, now, max_iterations, wall_clock)
     with state.locked(claims_dir(ws) / ".lock"):
         peers = _live_peers(ws, slug, session_id, now, force)
         replaced = read_claim(ws, new.key)
-        for peer in peers:
-            _drop(ws, peer)
-        if replaced is not None and replaced.slug != slug:
-            state.remove(run_path(ws, new.key, replaced.slug))
         run = run_path(ws, new.key, slug)
         with state.locked(run.with_suffix(".lock")):
             state.write_json(run, RunState.fresh(now).to_json())
         state.write_json(claim_path(ws, new.key), new.to_json())
+        for peer in peers:
+            _drop(ws, peer)
+        if replaced is not None and replaced.slug != slug:
+            state.remove(run_path(ws, new.key, replaced.slug))
     claimed = state.event(
         "claimed",
         now,
@@ -216,6 +231,7 @@ def release(ws: Workspace, session_id: str, *, now: float, inside: bool = False)
 
     `inside`: the command ran in the claimed session's own shell, so the agent ended its run.
     """
+    check_session(session_id)
     key = session_key(session_id)
     with state.locked(claims_dir(ws) / ".lock"):
         found = read_claim(ws, key)
@@ -272,8 +288,7 @@ def claim_pending(
     """Record a claim for the session whose next turn end shows the printed token."""
     import secrets  # loads hashlib, which the stop hook's lean path does without
 
-    slug = normalise_slug(slug)
-    ws.roadmap_path(slug)
+    slug = ws.canonical(slug)  # the roadmap must exist; an alias claims the file it names
     _live_peers(ws, slug, None, now, force)
     made = Pending(
         TOKEN_PREFIX + secrets.token_hex(8), slug, now, force, max_iterations, wall_clock

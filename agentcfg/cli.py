@@ -2,31 +2,39 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import click
 
 from agentcfg import __version__
+from agentcfg.core.visible import visible
 from agentcfg.errors import AgentcfgError
 
 
 class Group(click.Group):
     """The one error path: an AgentcfgError is one line on stderr and its exit code (1, or 2
-    for usage), Ctrl-C exits 130, and anything unexpected is one line and exit 3."""
+    for usage), Ctrl-C exits 130, and anything unexpected is one line and exit 3. A command
+    asked for `--json` also gets the error as a JSON object on stdout."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        as_json = "--json" in ctx.args  # read now: click empties it on the way down
         try:
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except AgentcfgError as exc:
-            click.echo(f"agentcfg: error: {exc}", err=True)
+            if as_json:
+                click.echo(json.dumps({**exc.to_json(), "exit_code": exc.exit_code}, indent=2))
+            click.echo(visible(f"agentcfg: error: {exc}"), err=True)
             ctx.exit(exc.exit_code)
         except KeyboardInterrupt:
             click.echo("agentcfg: interrupted", err=True)
             ctx.exit(130)
         except Exception as exc:
-            click.echo(f"agentcfg: unexpected error: {type(exc).__name__}: {exc}", err=True)
+            click.echo(
+                visible(f"agentcfg: unexpected error: {type(exc).__name__}: {exc}"), err=True
+            )
             ctx.exit(3)
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from agentcfg import cache
 from agentcfg.core.ladder import MAX_ITERATIONS, STALL_WINDOW, WALL_CLOCK, clamp
 from agentcfg.core.times import parse_duration
+from agentcfg.core.yamlload import SOURCE_LIMIT
 from agentcfg.workspace import Workspace
 
 TYPE_CHECKING = False
@@ -31,7 +32,9 @@ ON = ("1", "true", "yes", "on")
 OFF = ("0", "false", "no", "off", "")
 SCOPES = ("claimed", "always")
 SEVERITIES = ("blocking", "advisory")
-CONFIG_LIMIT = 1024 * 1024
+QUOTES = ("excerpt", "hash")  # how the ledger keeps a detector's quote
+INT_LIMIT = 10**9
+CONFIG_LIMIT = SOURCE_LIMIT
 PLAIN_ITEMS = 32
 
 
@@ -55,6 +58,7 @@ class Config:
     verify_timeout: float = 600.0
     no_run_continuation: bool = False  # AGENTCFG_NO_RUN_CONTINUATION
     replay: bool = False  # AGENTCFG_REPLAY
+    ledger_quotes: str = "excerpt"
     problems: tuple[str, ...] = field(default=(), compare=False)
     notify: tuple[str, ...] = ()  # argv run on each ending, with {event} {slug} {message}
 
@@ -77,7 +81,7 @@ def _read(ws: Workspace, problems: list[str]) -> dict[str, Any]:
         problems.append(f"{ws.config}: cannot read: {exc.strerror}")
         return {}
     if len(source) > CONFIG_LIMIT:
-        problems.append(f"{ws.config}: larger than 1 MiB")
+        problems.append(f"{ws.config}: larger than {CONFIG_LIMIT // 1024} KiB")
         return {}
     outcome: dict[str, Any] = cache.through(
         ws,
@@ -96,13 +100,12 @@ def _read(ws: Workspace, problems: list[str]) -> dict[str, Any]:
 
 
 def _parse_yaml(source: bytes) -> dict[str, Any]:
-    from ruamel.yaml import YAML
+    from agentcfg.core.yamlload import load_yaml
 
     try:
-        data = YAML(typ="safe", pure=True).load(source.decode("utf-8"))
-    except Exception as exc:  # ruamel raises many unrelated types for bad input
-        lines = str(exc).strip().splitlines() or [type(exc).__name__]
-        return {"error": f"not readable YAML: {lines[0]}"}
+        data = load_yaml(source.decode("utf-8"))
+    except ValueError as exc:  # a UnicodeDecodeError too
+        return {"error": f"not readable YAML: {exc}"}
     if data is None:
         return {"data": {}}
     if not isinstance(data, dict):
@@ -127,8 +130,8 @@ def _plain(value: object, depth: int = 0) -> object:
 def validate(data: Mapping[str, Any], env: Mapping[str, str], problems: list[str]) -> Config:
     """Build a Config from raw data and env; every bad value is noted and defaulted."""
     base = Config()
-    ladder, gate, verify = (
-        _section(data, name, problems) for name in ("ladder", "turn_end_gate", "verify")
+    ladder, gate, verify, ledger = (
+        _section(data, name, problems) for name in ("ladder", "turn_end_gate", "verify", "ledger")
     )
 
     def pick(name: str, raw: object, check: Any, default: Any) -> Any:
@@ -148,7 +151,7 @@ def validate(data: Mapping[str, Any], env: Mapping[str, str], problems: list[str
             check,
             getattr(base, name),
         )
-        for name, check in (("max_iterations", _positive_int), ("wall_clock", parse_duration))
+        for name, check in (("max_iterations", positive_int), ("wall_clock", parse_duration))
     }
     for name, value in budgets.items():
         budgets[name], cut = clamp(name, value)
@@ -157,7 +160,7 @@ def validate(data: Mapping[str, Any], env: Mapping[str, str], problems: list[str
     stall_window = pick(
         "ladder.stall_window",
         env.get("AGENTCFG_STALL_WINDOW") or ladder.get("stall_window"),
-        _positive_int,
+        positive_int,
         base.stall_window,
     )
     verify_timeout = pick(
@@ -166,6 +169,10 @@ def validate(data: Mapping[str, Any], env: Mapping[str, str], problems: list[str
         parse_duration,
         base.verify_timeout,
     )
+    quotes = pick("ledger.quotes", ledger.get("quotes"), _choice(QUOTES), base.ledger_quotes)
+    for name in ledger:
+        if name != "quotes":
+            problems.append(f"ledger.{name}: unknown setting")
     scope = pick("turn_end_gate.scope", gate.get("scope"), _choice(SCOPES), base.gate_scope)
     detectors = set(DETECTORS)
     for name in DETECTORS:
@@ -181,7 +188,7 @@ def validate(data: Mapping[str, Any], env: Mapping[str, str], problems: list[str
     chain = _chain(data.get("chain"), problems, base.chain)
     notify = _notify(_section(data, "notify", problems), problems)
     for name in data:
-        if name not in ("mode", "ladder", "chain", "turn_end_gate", "verify", "notify"):
+        if name not in ("mode", "ladder", "chain", "turn_end_gate", "verify", "notify", "ledger"):
             problems.append(f"{name}: unknown setting")
     return Config(
         mode,
@@ -194,6 +201,7 @@ def validate(data: Mapping[str, Any], env: Mapping[str, str], problems: list[str
         verify_timeout,
         no_run_continuation,
         replay,
+        quotes,
         tuple(problems),
         notify=notify,
     )
@@ -212,8 +220,9 @@ def _chain(
     for item in stop:
         spec = {"name": item} if isinstance(item, str) else item
         if not isinstance(spec, dict) or spec.get("name") not in CONCERNS:
-            problems.append(f"chain.stop: unknown concern {item!r}; skipped")
-            continue
+            # a typo must not leave an empty chain that allows everything
+            problems.append(f"chain.stop: unknown concern {item!r}; using the default chain")
+            return default
         severity = spec.get("severity", "blocking")
         fail_closed = switch(spec.get("fail_closed", False))
         timeout = parse_duration(spec.get("timeout", 10))
@@ -253,12 +262,14 @@ def _choice(options: tuple[str, ...]) -> Any:
     return lambda raw: raw if raw in options else None
 
 
-def _positive_int(raw: object) -> int | None:
-    if isinstance(raw, bool):
-        return None
-    if isinstance(raw, str) and raw.strip().isdigit():
-        raw = int(raw)
-    return raw if isinstance(raw, int) and raw > 0 else None
+def positive_int(raw: object) -> int | None:
+    """An integer from 1 to INT_LIMIT, given as one or as ASCII decimal digits; else None."""
+    if isinstance(raw, str):
+        text = raw.strip()
+        if not (text.isascii() and text.isdigit() and len(text) <= 10):
+            return None
+        raw = int(text)
+    return raw if type(raw) is int and 0 < raw <= INT_LIMIT else None
 
 
 def switch(raw: object) -> bool | None:

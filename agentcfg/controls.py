@@ -60,7 +60,7 @@ def who(env: Mapping[str, str], host_env: Sequence[str]) -> str:
 
 def canonical(ws: Workspace, slug: str) -> str:
     """The stem of the file a slug resolves to: two slugs naming one file share one stop."""
-    return ws.roadmap_path(slug).resolve().stem
+    return ws.canonical(slug)
 
 
 def stop_path(ws: Workspace, slug: str) -> Path:
@@ -137,6 +137,7 @@ def tell(ws: Workspace, found: Stop, key: str) -> bool:
 
 def claim(ws: Workspace, session_id: str, slug: str, **options: Any) -> claims.ClaimResult:
     """`claims.claim`, refused (even with force) while a person has stopped the roadmap."""
+    claims.check_session(session_id)  # before the stop lock writes anything
     with _unstopped(ws, slug):
         return claims.claim(ws, session_id, slug, **options)
 

@@ -11,6 +11,10 @@ def main(argv: list[str] | None = None) -> int:
         from agentcfg.stop.hook import main as hook_main
 
         return hook_main(args[2:])
+    for stream in (sys.stdout, sys.stderr):  # an encoding without some character never crashes
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     from agentcfg.cli import cli
 
     return int(cli.main(args=args, prog_name="agentcfg", standalone_mode=True) or 0)

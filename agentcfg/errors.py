@@ -8,6 +8,10 @@ class AgentcfgError(Exception):
 
     exit_code = 1
 
+    def to_json(self) -> dict[str, object]:
+        """The error as `--json` prints it."""
+        return {"error": str(self)}
+
 
 class UsageError(AgentcfgError):
     """The command line itself is wrong."""
@@ -37,3 +41,19 @@ class InstallError(AgentcfgError):
 
 class StepError(AgentcfgError):
     """A step cannot be found, verified or marked."""
+
+
+class UntrustedError(StepError):
+    """Verify lines that no person trusted (or that changed since) would have to run."""
+
+    def __init__(self, slug: str, lines: list[dict[str, str]]) -> None:
+        shown = ", ".join(f"{line['step']} {line['reason']}" for line in lines[:8])
+        more = ", ..." if len(lines) > 8 else ""
+        super().__init__(
+            f"roadmap `{slug}` has verify lines no person has trusted ({shown}{more}); "
+            f"review them with `agentcfg roadmap trust {slug}`"
+        )
+        self.lines = lines
+
+    def to_json(self) -> dict[str, object]:
+        return {**super().to_json(), "untrusted": self.lines}

@@ -33,7 +33,19 @@ def hook_command(host: str) -> str:
 
 
 def config_path(host: str, scope: str, root: Path, home: Path, env: Mapping[str, str]) -> Path:
-    return adapter(host).config_path(scope, root, home, env)
+    """The host's config file; InstallError when a project's host folder (`.claude/`, ...)
+    is a symlink that leads out of the project."""
+    path = adapter(host).config_path(scope, root, home, env)
+    if scope == "project" and path.is_relative_to(root):
+        inside = root.resolve()
+        for folder in [*path.relative_to(root).parents][-2::-1]:  # .claude/, then deeper
+            real = (root / folder).resolve()
+            if (root / folder).is_symlink() and not real.is_relative_to(inside):
+                raise InstallError(
+                    f"{root / folder} is a symlink to {real}, outside the project; "
+                    "it was left as it is"
+                )
+    return path
 
 
 def read_document(host: str, path: Path) -> dict[str, Any] | None:
@@ -123,8 +135,9 @@ def apply(path: Path, host: str, command: str | None, dry_run: bool) -> Change:
                 path.parent.rmdir()  # the folder install made for it, if nothing else is there
         return Change(path, "removed", before, None)
     after = spec.render(updated)
-    if not dry_run:
-        state.write_bytes(path, after, mode=_mode(path), private_dir=False)
+    if not dry_run:  # through a symlinked file to its target: the link stays a link
+        target = path.resolve() if path.is_symlink() else path
+        state.write_bytes(target, after, mode=_mode(path), private_dir=False)
     return Change(path, "created" if document is None else "updated", before, after)
 
 

@@ -14,18 +14,43 @@ from pathlib import Path
 
 from agentcfg.core.times import iso
 from agentcfg.errors import StateError
+from agentcfg.paths import STATE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for every import
     from typing import Any
 
 STATE_FILE_LIMIT = 1024 * 1024
+LEDGER_LINE_LIMIT = 1024 * 1024
 LOCK_TIMEOUT = 5.0
 LEDGER_NAME = "run-continuation.jsonl"
+STALE_TEMP = 60.0  # seconds: a temp file this old belongs to a writer that was killed
+
+
+def followed(folder: Path) -> bool:
+    """True when `folder`, or a folder between it and the state folder above it, is a symlink.
+
+    The state folder is the nearest ancestor named `state/`; everything at or below it is
+    ours, and a link there could carry a write outside the workspace.
+    """
+    parts = folder.parts
+    if STATE not in parts:
+        return False
+    top = len(parts) - 1 - parts[::-1].index(STATE)
+    return any(Path(*parts[: n + 1]).is_symlink() for n in range(top, len(parts)))
+
+
+def _guard(folder: Path) -> None:
+    if followed(folder):
+        raise StateError(f"{folder} is reached through a symlink; state is never followed out")
 
 
 def ensure_dir(path: Path) -> Path:
-    """Create a state folder and any missing parents, each of mode 0700."""
+    """Create a state folder and any missing parents, each of mode 0700 whatever the umask.
+
+    A new `state/` folder gets its own .gitignore, so nothing in it lands in a commit.
+    """
+    _guard(path)
     missing = []
     folder = path
     while not folder.is_dir():
@@ -35,7 +60,17 @@ def ensure_dir(path: Path) -> Path:
         folder = folder.parent
     for folder in reversed(missing):
         folder.mkdir(mode=0o700, exist_ok=True)
+        os.chmod(folder, 0o700)
+        if folder.name == STATE:
+            _write_new(folder / ".gitignore", b"*\n")
     return path
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    with contextlib.suppress(FileExistsError):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
 
 
 def write_json(path: Path, data: Any, compact: bool = False) -> None:
@@ -44,19 +79,23 @@ def write_json(path: Path, data: Any, compact: bool = False) -> None:
     `compact` skips indentation, which also keeps json on its fast C encoder.
     """
     text = (
-        json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+        json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
         if compact
-        else json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False)
+        else json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
     )
-    write_bytes(path, (text + "\n").encode())
+    write_bytes(path, (text + "\n").encode("utf-8", "replace"))
 
 
 def write_bytes(path: Path, data: bytes, mode: int = 0o600, private_dir: bool = True) -> None:
-    """Replace a file's bytes atomically: a temp file beside it, fsync, os.replace."""
+    """Replace a file's bytes atomically: a temp file beside it, fsync, os.replace.
+
+    Temp files of ours for the same file left by a killed writer are removed first.
+    """
     if private_dir:
         ensure_dir(path.parent)
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
+    _clean_stale(path)
     temp = path.parent / f".{path.name}.{os.urandom(6).hex()}.tmp"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
     try:
@@ -72,12 +111,52 @@ def write_bytes(path: Path, data: bytes, mode: int = 0o600, private_dir: bool = 
         raise
 
 
+def _clean_stale(path: Path) -> None:
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        return
+    prefix, now = f".{path.name}.", time.time()
+    for name in names:
+        middle = name[len(prefix) : -len(".tmp")]
+        if not (name.startswith(prefix) and name.endswith(".tmp") and len(middle) == 12):
+            continue
+        temp = path.parent / name
+        with contextlib.suppress(OSError):
+            if now - temp.lstat().st_mtime > STALE_TEMP:
+                temp.unlink()
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError("a number out of range")
+    return value
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number a state file holds")
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > 24:
+        raise ValueError("a number out of range")
+    return int(text)
+
+
+def loads(raw: bytes | str) -> Any:
+    """json.loads for our own files: NaN, Infinity, 1e309 and 25-digit numbers are errors."""
+    return json.loads(raw, parse_float=_finite, parse_int=_bounded_int, parse_constant=_no_constant)
+
+
 def read_json(
     path: Path,
     valid: Callable[[dict[str, Any]], bool] | None = None,
     limit: int = STATE_FILE_LIMIT,
 ) -> dict[str, Any] | None:
     """A JSON object from a state file, or None when absent, odd, oversized or a symlink."""
+    if followed(path.parent):
+        return None
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
@@ -92,8 +171,8 @@ def read_json(
     if len(raw) > limit:
         return None
     try:
-        data = json.loads(raw)
-    except ValueError:
+        data = loads(raw)
+    except (ValueError, RecursionError):
         return None
     if not isinstance(data, dict) or (valid is not None and not valid(data)):
         return None
@@ -143,24 +222,51 @@ def event(
     return record
 
 
-def ledger_lines(state: Path) -> Iterator[bytes]:
-    """The ledger's lines, oldest first; none when there is no ledger yet."""
-    try:
-        with (state / LEDGER_NAME).open("rb") as handle:
-            yield from handle
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+def ledger_quote(text: str, how: str = "excerpt") -> str:
+    """How the ledger keeps a quote of the assistant's words: never verbatim. `excerpt` is
+    short and secret-masked; `hash` keeps only a digest to match quotes by."""
+    from agentcfg.core.visible import excerpt
+    from agentcfg.paths import sha256_hex
+
+    if how == "hash":
+        return "sha256:" + sha256_hex(text.encode("utf-8", "replace"))[:16]
+    return excerpt(text)
+
+
+def ledger_lines(state: Path, limit: int = LEDGER_LINE_LIMIT) -> Iterator[bytes]:
+    """The ledger's lines, oldest first; none when there is no ledger yet, or when it is not
+    a regular file of ours. A line longer than `limit` comes as b"" (unreadable), unread."""
+    if followed(state):
         return
+    try:
+        fd = os.open(state / LEDGER_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return
+        while line := handle.readline(limit + 1):
+            if len(line) <= limit:
+                yield line
+                continue
+            while line and not line.endswith(b"\n"):  # skip the rest of an oversized line
+                line = handle.readline(limit + 1)
+            yield b""
 
 
 def append_ledger(state: Path, event: dict[str, Any]) -> bool:
     """Append one event as one line, one write, O_APPEND; False if it could not be written."""
-    line = (json.dumps(event, sort_keys=False, ensure_ascii=False) + "\n").encode()
+    try:
+        text = json.dumps(event, sort_keys=False, ensure_ascii=False, allow_nan=False)
+    except ValueError:  # a number no JSON reader takes back
+        return False
+    line = (text + "\n").encode("utf-8", "replace")  # a lone surrogate becomes "?"
     try:
         ensure_dir(state)
         fd = os.open(
             state / LEDGER_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600
         )
-    except OSError:
+    except (OSError, StateError):
         return False
     try:
         return os.write(fd, line) == len(line)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentcfg import loading, state
+from agentcfg import loading, state, trust
 from agentcfg.core.roadmap import Roadmap, Step
 from agentcfg.errors import ClaimError, RoadmapError, StepError
 from agentcfg.workspace import Workspace
@@ -25,6 +25,8 @@ _BOX = re.compile(
     rb"^((?:\xef\xbb\xbf)?[ \t]*(?:>[ \t]*)*(?:[-*+]|\d{1,9}[.)])[ \t]+)"
     rb"\[(?:[^\][\\\n\t\x80-\xff]|[\xc0-\xff][\x80-\xbf]{1,3})\]"
 )
+# the parser's line model: CRLF, a lone CR and LF each end a line
+_LINE_END = re.compile(rb"\r\n|\r|\n")
 
 
 @dataclass(frozen=True)
@@ -152,7 +154,8 @@ def log(
 
 
 def mark_done(ws: Workspace, slug: str, step_id: str) -> Step:
-    """Flip exactly this step's `[ ]` to `[x]`; every other byte of the file stays as it was."""
+    """Flip exactly this step's box to `[x]`; every other byte of the file stays as it was."""
+    slug = ws.canonical(slug)
     path = ws.roadmap_path(slug)
     with state.locked(ws.state / "locks" / f"roadmap-{slug}.lock"):
         data = path.read_bytes()
@@ -161,16 +164,29 @@ def mark_done(ws: Workspace, slug: str, step_id: str) -> Step:
         if step is None:
             raise StepError(f"step {step_id} is no longer in roadmap `{slug}`")
         check_markable(step)
-        lines = data.split(b"\n")
-        index = step.line - 1
-        flipped, count = _BOX.subn(rb"\1[x]", lines[index], count=1)
+        start, end = line_span(data, step.line)
+        flipped, count = _BOX.subn(rb"\1[x]", data[start:end], count=1)
         if count != 1:
             raise RoadmapError(f"cannot find the checkbox of step {step_id} on line {step.line}")
-        lines[index] = flipped
         mode = path.stat().st_mode & 0o7777
-        state.write_bytes(path.resolve(), b"\n".join(lines), mode=mode, private_dir=False)
+        state.write_bytes(
+            path.resolve(), data[:start] + flipped + data[end:], mode=mode, private_dir=False
+        )
     loading.load(ws, slug)  # refresh the parse cache
     return step
+
+
+def line_span(data: bytes, number: int) -> tuple[int, int]:
+    """Where line `number` (1-based, as the parser counts) starts and ends, its ending left out;
+    an empty span past the last line."""
+    start = 0
+    for _ in range(number - 1):
+        found = _LINE_END.search(data, start)
+        if found is None:
+            return len(data), len(data)
+        start = found.end()
+    found = _LINE_END.search(data, start)
+    return start, found.start() if found else len(data)
 
 
 Echo = Callable[[str], None]
@@ -208,6 +224,7 @@ def verify_steps(
     echo: Callable[[Step], Echo | None] = lambda step: None,
 ) -> list[VerifyResult]:
     """`roadmap verify`: the named steps (done ones too), else every open step with a line."""
+    slug = ws.canonical(slug)
     roadmap = loading.load(ws, slug)
     if queries:
         chosen = [find_step(roadmap, query) for query in queries]
@@ -215,6 +232,7 @@ def verify_steps(
             require_verify(step)
     else:
         chosen = [s for s in roadmap.steps if s.is_open and s.verify]
+    trust.require(ws, slug, chosen, env)
     return [prove(ws, slug, roadmap, step, env, echo(step)) for step in chosen]
 
 
@@ -234,12 +252,14 @@ def done(
 
     A failing verify line leaves the box open (`marked` False).
     """
+    slug = ws.canonical(slug)
     roadmap = loading.load(ws, slug)
     step = find_step(roadmap, query)
     check_markable(step)
     result = None
     if not no_verify:
         require_verify(step, "pass --no-verify to mark it anyway")
+        trust.require(ws, slug, [step], env)
         result = prove(ws, slug, roadmap, step, env)
         if not result.passed:
             return Done(step, result, marked=False)
@@ -249,3 +269,18 @@ def done(
         step=step.id, verified=not no_verify,
     )  # fmt: skip
     return Done(step, result, marked=True)
+
+
+def trust_roadmap(
+    ws: Workspace, slug: str, env: Mapping[str, str], now: float
+) -> tuple[str, list[Step], Path]:
+    """`roadmap trust`: record every verify line of the roadmap as trusted by this person.
+
+    Returns the roadmap's slug, its steps that have a verify line, and the store's path.
+    """
+    slug = ws.canonical(slug)
+    roadmap = loading.load(ws, slug)
+    steps = [step for step in roadmap.steps if step.verify]
+    store = trust.record(ws, slug, steps, env, now)
+    log(ws, "trusted", slug, roadmap, env, now, steps=[step.id for step in steps])
+    return slug, steps, store

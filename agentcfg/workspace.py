@@ -33,18 +33,29 @@ class Workspace:
 
     def roadmap_path(self, slug: str) -> Path:
         """The roadmap file a slug names; RoadmapError unless a regular file inside roadmaps/."""
+        return self.roadmaps / f"{self.canonical(slug)}.md"
+
+    def canonical(self, slug: str) -> str:
+        """The slug of the file a slug resolves to: a symlink inside roadmaps/ and its target
+        are one roadmap, with one lock and one claim. RoadmapError unless that file is a
+        regular `<slug>.md` inside roadmaps/."""
         clean = normalise_slug(slug)
         folder = self.roadmaps.resolve()
-        path = folder / f"{clean}.md"
         try:
-            real = path.resolve(strict=True)
+            real = (folder / f"{clean}.md").resolve(strict=True)
         except (OSError, RuntimeError):
             raise RoadmapError(
                 f"no roadmap `{clean}`: roadmaps/{clean}.md does not exist"
             ) from None
-        if real.parent != folder or not real.is_file():
+        stem = real.name.removesuffix(".md")
+        if (
+            real.parent != folder
+            or not real.is_file()
+            or stem == real.name
+            or not _SLUG.fullmatch(stem)
+        ):
             raise RoadmapError(f"roadmap `{clean}` is not a regular file inside roadmaps/")
-        return path
+        return stem
 
     def slugs(self) -> list[str]:
         try:

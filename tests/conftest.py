@@ -31,7 +31,7 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.chdir(root)
     for name in list(os.environ):
         if name.startswith(
-            ("AGENTCFG_", "CLAUDE_", "CODEX_", "GEMINI_", "QWEN_", "COPILOT_", "OPENCODE_")
+            ("AGENTCFG_", "CLAUDE_", "CODEX_", "GEMINI_", "QWEN_", "COPILOT_", "OPENCODE_", "XDG_")
         ):
             monkeypatch.delenv(name)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
@@ -63,7 +63,9 @@ def cli_process(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def hook_env(root: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTCFG_", "CLAUDE_"))}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("AGENTCFG_", "CLAUDE_", "XDG_"))
+    }
     env.update({"AGENTCFG_ROOT": str(root), "HOME": str(root.parent / "home"), **extra})
     return env
 

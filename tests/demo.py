@@ -54,6 +54,9 @@ def main() -> int:
         host = SimulatedHost(root)
         _say("bold", f"A simulated Claude Code session ({host.session_id[:8]}) in {root}")
         host.human("Work through roadmaps/demo.md.")
+        trusted = host.trust("demo")
+        _say("dim", "$ agentcfg roadmap trust demo   (the person, in their terminal)\n"
+             + trusted.stdout.rstrip())  # fmt: skip
         claimed = host.claim("demo")
         _say("dim", "$ agentcfg sessions claim demo\n" + claimed.stdout.rstrip())
         host.reply("Claimed the demo roadmap. Stopping here for now.")

@@ -49,7 +49,14 @@ class SimulatedHost:
         self.prompt_id = ""
         self.last_message = ""
         self.fires_in_turn = 0
-        self.env = {**os.environ, **(env or {}), "AGENTCFG_ROOT": str(root)}
+        # the person's trust store lives beside the transcripts, never in the real home
+        trust_home = str(root / ".host" / "state-home")
+        self.env = {
+            **os.environ,
+            "XDG_STATE_HOME": trust_home,
+            **(env or {}),
+            "AGENTCFG_ROOT": str(root),
+        }
 
     def _append(self, record: dict[str, Any]) -> None:
         record.update(sessionId=self.session_id, uuid=str(uuid.uuid4()), isSidechain=False)
@@ -151,6 +158,18 @@ class SimulatedHost:
 
     def claim(self, slug: str, *args: str) -> subprocess.CompletedProcess[str]:
         return self.agentcfg("sessions", "claim", slug, *args)
+
+    def trust(self, slug: str) -> subprocess.CompletedProcess[str]:
+        """`agentcfg roadmap trust SLUG` as the person runs it, outside the session."""
+        return subprocess.run(
+            [sys.executable, "-m", "agentcfg", "roadmap", "trust", slug],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            cwd=self.root,
+            timeout=60,
+            check=False,
+        )
 
 
 def mark_done(roadmap: Path, step_id: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -56,7 +57,7 @@ def test_invalid_values_fall_back_to_defaults_and_are_reported(tmp_path: Path) -
     assert (config.mode, config.max_iterations, config.wall_clock, config.stall_window) == (
         "enforce", 25, 14400.0, 3
     )  # fmt: skip
-    assert config.chain == (ChainEntry("run-continuation"),)
+    assert config.chain == Config().chain  # a typo never leaves a chain that allows all
     assert config.gate_scope == "claimed"
     assert len(config.problems) == 8
 
@@ -111,10 +112,44 @@ def test_a_yaml_alias_bomb_stays_small(tmp_path: Path) -> None:
         f"*{chr(97 + n)}, *{chr(97 + n)}, *{chr(97 + n)}, *{chr(97 + n)}, *{chr(97 + n)}]\n"
         for n in range(9)
     )
+    started = time.monotonic()
     config = load(tmp_path, bomb + "mode: shadow\n")
-    assert config.mode == "shadow"
+    assert time.monotonic() - started < 2
+    assert config.mode == "enforce"  # refused whole, read as defaults, and reported
+    assert config.problems == (
+        f"{tmp_path / 'agentcfg.yaml'}: not readable YAML: expands to more than 20000 nodes "
+        "(aliases)",
+    )
     cached = next((tmp_path / "state" / "cache").glob("config-*.json"))
-    assert cached.stat().st_size < 200_000
+    assert cached.stat().st_size < 2_000
+
+
+@pytest.mark.parametrize(
+    ("raw", "valid"),
+    [("²", False), ("٣", False), ("1e309", False), ("9" * 400, False), (".nan", False),
+     (".inf", False), ("0", False), ("-5", False), ("12", True), ("'12'", True)],
+)  # fmt: skip
+def test_numbers_are_ascii_decimals_in_range(tmp_path: Path, raw: str, valid: bool) -> None:
+    config = load(tmp_path, f"ladder: {{max_iterations: {raw}, stall_window: {raw}}}\n")
+    assert (config.max_iterations == 12) is valid
+    assert len(config.problems) == (0 if valid else 2)
+    from_env = load(tmp_path, "", {"AGENTCFG_MAX_ITERATIONS": raw.strip("'")})
+    assert (from_env.max_iterations == 12) is valid
+
+
+def test_a_large_config_is_refused_at_once(tmp_path: Path) -> None:
+    started = time.monotonic()
+    config = load(tmp_path, "mode: shadow\n" + "# padding\n" * 110_000)
+    assert time.monotonic() - started < 0.5
+    assert config.mode == "enforce" and "larger than 16 KiB" in config.problems[0]
+
+
+def test_a_typo_in_the_chain_keeps_the_default_chain(tmp_path: Path) -> None:
+    config = load(tmp_path, "chain: {stop: [turn-end-gate, run-continuaton]}\n")
+    assert config.chain == Config().chain
+    assert config.problems == (
+        "chain.stop: unknown concern 'run-continuaton'; using the default chain",
+    )
 
 
 def test_sections_of_the_wrong_shape_are_reported(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from agentcfg.core.visible import visible
 from agentcfg.workspace import Workspace, find_root
 
 
@@ -20,8 +21,15 @@ def now() -> float:
     return time.time()
 
 
+def say(text: str, err: bool = False) -> None:
+    """Print a line for a person: roadmap text, verify lines and ledger fields reach the
+    terminal with their control characters shown, never obeyed."""
+    click.echo(visible(text), err=err)
+
+
 def emit_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    """JSON for a program; the same escapes keep a terminal safe and decode to the same value."""
+    say(json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False))
 
 
 def duration(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
@@ -34,6 +42,18 @@ def duration(ctx: click.Context, param: click.Parameter, value: str | None) -> f
     if seconds is None:
         raise click.BadParameter(f"{value!r} is not a duration like 90s, 30m, 2h, 1h30m or 7d")
     return seconds
+
+
+def count(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """A click callback: a whole number from 1 to a billion, in ASCII digits."""
+    from agentcfg.config import INT_LIMIT, positive_int
+
+    if value is None:
+        return None
+    number = positive_int(value)
+    if number is None:
+        raise click.BadParameter(f"{value[:20]!r} is not a whole number from 1 to {INT_LIMIT:,}")
+    return number
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")

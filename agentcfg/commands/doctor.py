@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from agentcfg.commands import emit_json, json_option, workspace
+from agentcfg.commands import emit_json, json_option, say, workspace
 from agentcfg.doctor import examine
 
 
@@ -25,10 +25,10 @@ def doctor(probe: bool, as_json: bool) -> None:
         emit_json([asdict(f) for f in findings])
     else:
         for finding in findings:
-            click.echo(f"{finding.level:<8} {finding.subject}: {finding.message}")
+            say(f"{finding.level:<8} {finding.subject}: {finding.message}")
             if finding.fix and finding.level != "ok":
-                click.echo(f"         fix: {finding.fix}")
+                say(f"         fix: {finding.fix}")
         warnings = sum(f.level == "warning" for f in findings)
-        click.echo(f"{errors} errors, {warnings} warnings")
+        say(f"{errors} errors, {warnings} warnings")
     if errors:
         raise SystemExit(1)

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from agentcfg import install
-from agentcfg.commands import workspace
+from agentcfg.commands import say, workspace
 from agentcfg.hosts.registry import HOSTS
 
 host_option = click.option(
@@ -64,9 +64,9 @@ def _report(wiring: install.Wiring, dry_run: bool) -> None:
     for change in wiring.changes:
         _report_change(change, dry_run)
     for finding in wiring.missing:
-        click.echo(f"{finding.level}: {finding.message}")
+        say(f"{finding.level}: {finding.message}")
         if finding.fix:
-            click.echo(f"  fix: {finding.fix}")
+            say(f"  fix: {finding.fix}")
 
 
 def _report_change(change: install.Change, dry_run: bool) -> None:
@@ -79,12 +79,12 @@ def _report_change(change: install.Change, dry_run: bool) -> None:
         "unchanged": f"{shown} unchanged: nothing to do",
         "absent": f"{shown} does not exist: nothing to do",
     }
-    click.echo(messages[change.action])
+    say(messages[change.action])
     if change.before != change.after:
         before = (change.before or b"").decode("utf-8", "replace").splitlines(keepends=True)
         after = (change.after or b"").decode("utf-8", "replace").splitlines(keepends=True)
         diff = difflib.unified_diff(before, after, f"{shown} (before)", f"{shown} (after)")
-        click.echo("".join(diff).rstrip("\n"))
+        say("".join(diff).rstrip("\n"))
 
 
 def _shown(path: Path) -> str:

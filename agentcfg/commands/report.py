@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from agentcfg import state
-from agentcfg.commands import duration, emit_json, json_option, now, workspace
+from agentcfg.commands import duration, emit_json, json_option, now, say, workspace
 from agentcfg.core import report as reports
 from agentcfg.core.texts import plural
 from agentcfg.core.times import format_duration
@@ -37,7 +37,7 @@ def report(
     if as_json:
         emit_json(built.to_json())
         return
-    click.echo(render(built.to_json()))
+    say(render(built.to_json()))
 
 
 def render(data: dict[str, Any]) -> str:

@@ -9,13 +9,12 @@ from typing import Any
 import click
 
 from agentcfg import loading, verify
-from agentcfg.commands import bar, emit_json, json_option, workspace
+from agentcfg.commands import bar, emit_json, json_option, now, say, workspace
 from agentcfg.core.lint import lint
 from agentcfg.core.roadmap import Step
 from agentcfg.core.texts import plural
 from agentcfg.errors import RoadmapError
 from agentcfg.verify import VerifyResult
-from agentcfg.workspace import normalise_slug
 
 
 @click.group()
@@ -33,14 +32,14 @@ def list_command(as_json: bool) -> None:
         emit_json(rows)
         return
     if not rows:
-        click.echo(f"no roadmaps in {ws.roadmaps}")
+        say(f"no roadmaps in {ws.roadmaps}")
         return
     width = max(len(row["slug"]) for row in rows)
     for row in rows:
         if "error" in row:
-            click.echo(f"{row['slug']:<{width}}  unreadable: {row['error']}")
+            say(f"{row['slug']:<{width}}  unreadable: {row['error']}")
             continue
-        click.echo(f"{row['slug']:<{width}}  {row['mode']:<17}  {_progress(row)}")
+        say(f"{row['slug']:<{width}}  {row['mode']:<17}  {_progress(row)}")
 
 
 def _progress(counts: dict[str, Any]) -> str:
@@ -57,18 +56,19 @@ def _progress(counts: dict[str, Any]) -> str:
 @json_option
 def status_command(slug: str, as_json: bool) -> None:
     """Per-phase progress, counts and the next step."""
-    slug = normalise_slug(slug)
-    data = loading.status(slug, loading.load(workspace(), slug))
+    ws = workspace()
+    slug = ws.canonical(slug)
+    data = loading.status(slug, loading.load(ws, slug))
     if as_json:
         emit_json(data)
         return
-    click.echo(f"roadmap `{slug}` ({data['mode']})")
+    say(f"roadmap `{slug}` ({data['mode']})")
     phases = data["phases"]
     width = max((len(p["title"]) for p in phases), default=0)
     for phase in phases:
-        click.echo(f"  {phase['title'] or 'Steps':<{width}}  {_progress(phase)}")
-    click.echo(f"  {'Total':<{width}}  {_progress(data)}")
-    click.echo(_next_lines(data["next"], data["blocked"]))
+        say(f"  {phase['title'] or 'Steps':<{width}}  {_progress(phase)}")
+    say(f"  {'Total':<{width}}  {_progress(data)}")
+    say(_next_lines(data["next"], data["blocked"]))
 
 
 def _next_lines(step: dict[str, Any] | None, blocked: int) -> str:
@@ -83,22 +83,23 @@ def _next_lines(step: dict[str, Any] | None, blocked: int) -> str:
 @json_option
 def next_command(slug: str, as_json: bool) -> None:
     """The next open step and its verify line."""
-    slug = normalise_slug(slug)
-    data = loading.status(slug, loading.load(workspace(), slug))
+    ws = workspace()
+    slug = ws.canonical(slug)
+    data = loading.status(slug, loading.load(ws, slug))
     if as_json:
         emit_json(data["next"])
         return
     step = data["next"]
     if step is None:
         blocked = data["blocked"]
-        click.echo(
+        say(
             f"roadmap `{slug}` has no open step"
             + (f" ({blocked} blocked-by, waiting on others)" if blocked else ": it is complete")
         )
         return
     name = step["label"] or step["id"]
-    click.echo(f"Next step of `{slug}` (line {step['line']}): **{name}** {step['text']}")
-    click.echo(f"  verify: {step['verify']}" if step["verify"] else "  verify: (none given)")
+    say(f"Next step of `{slug}` (line {step['line']}): **{name}** {step['text']}")
+    say(f"  verify: {step['verify']}" if step["verify"] else "  verify: (none given)")
 
 
 @roadmap.command("lint")
@@ -123,11 +124,11 @@ def lint_command(slugs: tuple[str, ...], as_json: bool) -> None:
         emit_json(rows)
     else:
         for row in rows:
-            click.echo(f"{row['file']}:{row['line']}: {row['level']}: {row['message']}")
+            say(f"{row['file']}:{row['line']}: {row['level']}: {row['message']}")
         levels = Counter(row["level"] for row in rows)
         notes = f"{plural(levels['note'], 'note')}, " if levels["note"] else ""
         summary = f"{plural(levels['warning'], 'warning')}, {plural(levels['error'], 'error')}"
-        click.echo(notes + summary, err=True)
+        say(notes + summary, err=True)
     if any(row["level"] == "error" for row in rows):
         raise SystemExit(1)
 
@@ -151,8 +152,8 @@ def _verify_json(result: VerifyResult) -> dict[str, Any]:
 
 
 def _streamed(step: Step) -> verify.Echo:
-    click.echo(f"-- {step.name}: {step.verify}")
-    return lambda line: click.echo(f"   | {line}")
+    say(f"-- {step.name}: {step.verify}")
+    return lambda line: say(f"   | {line}")
 
 
 @roadmap.command("verify")
@@ -161,18 +162,19 @@ def _streamed(step: Step) -> verify.Echo:
 @json_option
 def verify_command(slug: str, steps: tuple[str, ...], as_json: bool) -> None:
     """Run verify lines: of the steps named, or of every open step that has one."""
-    slug = normalise_slug(slug)
+    ws = workspace()
+    slug = ws.canonical(slug)
     echo = (lambda step: None) if as_json else _streamed
-    results = verify.verify_steps(workspace(), slug, steps, os.environ, echo)
+    results = verify.verify_steps(ws, slug, steps, os.environ, echo)
     if as_json:
         emit_json([_verify_json(r) for r in results])
     elif not results:
-        click.echo(f"no open step of `{slug}` has a verify line")
+        say(f"no open step of `{slug}` has a verify line")
     else:
         for result in results:
-            click.echo(_verify_line(result))
+            say(_verify_line(result))
         failed = sum(not r.passed for r in results)
-        click.echo(f"{len(results) - failed} passed, {failed} failed")
+        say(f"{len(results) - failed} passed, {failed} failed")
     if any(not r.passed for r in results):
         raise SystemExit(1)
 
@@ -183,16 +185,42 @@ def verify_command(slug: str, steps: tuple[str, ...], as_json: bool) -> None:
 @click.option("--no-verify", is_flag=True, help="Mark the step without running its verify line.")
 def done_command(slug: str, step_query: str, no_verify: bool) -> None:
     """Run a step's verify line and, when it passes, mark the step's box done."""
-    slug = normalise_slug(slug)
-    outcome = verify.done(workspace(), slug, step_query, os.environ, no_verify)
+    ws = workspace()
+    slug = ws.canonical(slug)
+    outcome = verify.done(ws, slug, step_query, os.environ, no_verify)
     step, result = outcome.step, outcome.result
     if result is not None and not outcome.marked:
-        click.echo(f"verify line of step {step.name} failed: {step.verify}", err=True)
+        say(f"verify line of step {step.name} failed: {step.verify}", err=True)
         for line in result.tail:
-            click.echo(f"   | {line}", err=True)
-        click.echo(_verify_line(result) + "; the box stays open", err=True)
+            say(f"   | {line}", err=True)
+        say(_verify_line(result) + "; the box stays open", err=True)
         raise SystemExit(1)
     if result is not None:
-        click.echo(_verify_line(result))
+        say(_verify_line(result))
     how = "without running its verify line (--no-verify)" if no_verify else "its verify line passed"
-    click.echo(f"marked step {step.name} done in roadmaps/{slug}.md: {how}")
+    say(f"marked step {step.name} done in roadmaps/{slug}.md: {how}")
+
+
+@roadmap.command("trust")
+@click.argument("slug")
+@json_option
+def trust_command(slug: str, as_json: bool) -> None:
+    """Show a roadmap's verify lines and trust them to run (per user, outside the repository).
+
+    `roadmap verify` and `roadmap done` run only verify lines trusted here; a line that
+    changes needs trusting again. Never allowlist this command for an agent.
+    """
+    slug, steps, store = verify.trust_roadmap(workspace(), slug, os.environ, now())
+    if as_json:
+        emit_json({
+            "slug": slug, "store": str(store),
+            "trusted": [{"step": s.name, "command": s.verify} for s in steps],
+        })  # fmt: skip
+        return
+    if not steps:
+        say(f"roadmap `{slug}` has no verify lines to trust")
+        return
+    say(f"verify lines of roadmap `{slug}`, each run by `sh` from the workspace root:")
+    for step in steps:
+        say(f"  {step.name}: {step.verify}")
+    say(f"trusted {plural(len(steps), 'verify line')} of `{slug}`; recorded in {store}")

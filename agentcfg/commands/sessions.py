@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from agentcfg import claims, controls, loading
-from agentcfg.commands import duration, emit_json, json_option, now, workspace
+from agentcfg.commands import count, duration, emit_json, json_option, now, say, workspace
 from agentcfg.core.times import format_duration
 from agentcfg.doctor import cap_findings
 from agentcfg.hosts.registry import host_of, session_env
@@ -28,7 +28,7 @@ def sessions() -> None:
 @click.argument("slug")
 @click.option("--force", is_flag=True, help="Take the roadmap over from another live session.")
 @session_option
-@click.option("--max-iterations", type=click.IntRange(min=1), help="This run's iteration cap.")
+@click.option("--max-iterations", callback=count, help="This run's iteration cap.")
 @click.option("--wall-clock", callback=duration, help="This run's time cap, e.g. 2h.")
 def claim_command(
     slug: str,
@@ -52,8 +52,8 @@ def claim_command(
             ws, slug, now=now(), force=force, max_iterations=max_iterations, wall_clock=wall_clock
         )
         slug = pending.slug
-        click.echo(f"claimed roadmap `{slug}` for the session that shows {pending.token}")
-        click.echo(
+        say(f"claimed roadmap `{slug}` for the session that shows {pending.token}")
+        say(
             "no session id is visible here: the next turn end of the session this output "
             "reaches binds the claim"
         )
@@ -69,26 +69,24 @@ def claim_command(
         )
         slug = result.claim.slug
         for peer in result.displaced:
-            click.echo(f"took roadmap `{slug}` over from session {peer.session_id}")
+            say(f"took roadmap `{slug}` over from session {peer.session_id}")
         if result.replaced is not None:
-            click.echo(
-                f"replaced this session's claim on `{result.replaced.slug}`; the run starts afresh"
-            )
-        click.echo(f"claimed roadmap `{slug}` for session {session_id}")
+            say(f"replaced this session's claim on `{result.replaced.slug}`; the run starts afresh")
+        say(f"claimed roadmap `{slug}` for session {session_id}")
     caps = [f"max {max_iterations} iterations"] if max_iterations else []
     if wall_clock:
         caps.append(f"wall clock {format_duration(wall_clock)}")
     if caps:
-        click.echo("budget: " + ", ".join(caps))
+        say("budget: " + ", ".join(caps))
     mode = loading.status(slug, loading.load(ws, slug))["mode"]
     if mode != "autonomous":
-        click.echo(
+        say(
             f"note: roadmap `{slug}` is in mode `{mode}`, not `autonomous`: "
             "the stop hook will not continue it."
         )
     host = host_of(os.environ) if session is None else None
     for finding in cap_findings(ws, host, Path.home(), os.environ, [slug]) if host else []:
-        click.echo(f"note: {finding.message}; {finding.fix}.")
+        say(f"note: {finding.message}; {finding.fix}.")
 
 
 @sessions.command("release")
@@ -99,10 +97,10 @@ def release_command(session: str | None) -> None:
     inside = any(os.environ.get(name) == session_id for name in session_env())
     released = claims.release(workspace(), session_id, now=now(), inside=inside)
     if released is None:
-        click.echo(f"session {session_id} holds no claim")
+        say(f"session {session_id} holds no claim")
     else:
         by = " from inside that session" if inside else ""
-        click.echo(f"released roadmap `{released.slug}` for session {session_id}{by}")
+        say(f"released roadmap `{released.slug}` for session {session_id}{by}")
 
 
 @sessions.command("list")
@@ -116,10 +114,10 @@ def list_command(as_json: bool) -> None:
         emit_json(rows)
         return
     if not rows:
-        click.echo("no claims")
+        say("no claims")
         return
     for row in rows:
-        click.echo(_line(row))
+        say(_line(row))
 
 
 def _line(row: dict[str, Any]) -> str:
@@ -155,12 +153,12 @@ def show_command(session: str | None, as_json: bool) -> None:
         emit_json(row)
         return
     if row is None:
-        click.echo(f"session {session_id} holds no claim")
+        say(f"session {session_id} holds no claim")
         return
-    click.echo(f"session {row['session']}")
-    click.echo(_line(row))
+    say(f"session {row['session']}")
+    say(_line(row))
     if row.get("next"):
         step = row["next"]
-        click.echo(f"next: **{step['id']}** {step['text']}")
+        say(f"next: **{step['id']}** {step['text']}")
         if step["verify"]:
-            click.echo(f"  verify: {step['verify']}")
+            say(f"  verify: {step['verify']}")

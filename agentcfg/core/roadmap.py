@@ -215,13 +215,12 @@ def _split_frontmatter(text: str, problems: list[Problem]) -> tuple[dict[str, An
 
 
 def _load_yaml(source: str, problems: list[Problem]) -> dict[str, Any]:
-    from ruamel.yaml import YAML
+    from agentcfg.core.yamlload import load_yaml
 
     try:
-        data = YAML(typ="safe", pure=True).load(source)
-    except Exception as exc:  # ruamel raises many unrelated types for bad input
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        problems.append(Problem(1, "error", f"frontmatter is not readable YAML: {first}"))
+        data = load_yaml(source)
+    except ValueError as exc:
+        problems.append(Problem(1, "error", f"frontmatter is not readable YAML: {exc}"))
         return {}
     if data is None:
         return {}

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)([dhms])")
+_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)([dhms])")
+MAX_DURATION = 3650 * 86400.0  # ten years: anything longer is a typo or an attack
 _UNITS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
 
 
@@ -35,21 +36,21 @@ def parse_iso(text: object) -> float | None:
 
 
 def parse_duration(value: object) -> float | None:
-    """Seconds from 90, "90s", "30m", "4h", "1h30m", "2d"; None when not a positive duration."""
+    """Seconds from 90, "90s", "30m", "4h", "1h30m", "2d" (ASCII digits); None unless a
+    positive duration of at most ten years."""
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        return float(value) if value > 0 else None
-    if not isinstance(value, str):
+        seconds = float(value) if abs(value) <= MAX_DURATION else 0.0  # NaN: compares False
+    elif not isinstance(value, str) or len(value) > 64:
         return None
-    text = value.strip().lower()
-    if re.fullmatch(r"\d+(?:\.\d+)?", text):
+    elif re.fullmatch(r"[0-9]+(?:\.[0-9]+)?", text := value.strip().lower()):
         seconds = float(text)
-    elif re.fullmatch(r"(?:\d+(?:\.\d+)?[dhms])+", text):
+    elif re.fullmatch(r"(?:[0-9]+(?:\.[0-9]+)?[dhms])+", text):
         seconds = sum(float(n) * _UNITS[u] for n, u in _DURATION.findall(text))
     else:
         return None
-    return seconds if seconds > 0 else None
+    return seconds if 0 < seconds <= MAX_DURATION else None
 
 
 def format_duration(seconds: float) -> str:

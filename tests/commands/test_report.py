@@ -125,6 +125,7 @@ def test_bad_options(ws: Path, args: list[str]) -> None:
 def test_over_a_ledger_written_by_real_hook_runs(ws: Path) -> None:
     done = SimulatedHost(ws)
     done.human("go")
+    done.trust("demo")
     done.claim("demo")
     for _ in range(6):
         done.reply("Working.")

@@ -6,12 +6,17 @@ import json
 import re
 import subprocess
 import sys
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from syrupy.assertion import SnapshotAssertion
 
+from agentcfg import loading, verify
+from agentcfg.workspace import Workspace
 from tests.conftest import hook_env, ledger, run_cli, write_roadmap
 from tests.simhost import SimulatedHost, mark_done
 
@@ -29,7 +34,9 @@ STEPS = """## Phase 1
 
 @pytest.fixture
 def road(ws: Path) -> Path:
-    return write_roadmap(ws, "v", STEPS)
+    path = write_roadmap(ws, "v", STEPS)
+    assert run_cli("roadmap", "trust", "v").exit_code == 0
+    return path
 
 
 def test_done_runs_the_verify_line_and_marks_only_that_box(road: Path) -> None:
@@ -39,9 +46,9 @@ def test_done_runs_the_verify_line_and_marks_only_that_box(road: Path) -> None:
     assert result.output.endswith("marked step 1.1 done in roadmaps/v.md: its verify line passed\n")
     after = road.read_text()
     assert after == before.replace("- [ ] **1.1**", "- [x] **1.1**")
-    kinds = [(e["event"], e["step"]) for e in ledger(road.parent.parent)]
-    assert kinds == [("verified", "1.1"), ("marked-done", "1.1")]
-    assert ledger(road.parent.parent)[0]["passed"] is True
+    kinds = [(e["event"], e.get("step")) for e in ledger(road.parent.parent)]
+    assert kinds[1:] == [("verified", "1.1"), ("marked-done", "1.1")]
+    assert ledger(road.parent.parent)[1]["passed"] is True
 
 
 def test_a_failing_verify_line_leaves_the_file_alone(
@@ -52,12 +59,13 @@ def test_a_failing_verify_line_leaves_the_file_alone(
     assert result.exit_code == 1
     assert road.read_bytes() == before
     assert re.sub(r"\d+\.\ds\)", "N.Ns)", result.output) == snapshot
-    assert [e["event"] for e in ledger(road.parent.parent)] == ["verified"]
+    assert [e["event"] for e in ledger(road.parent.parent)] == ["trusted", "verified"]
 
 
 def test_a_timeout_fails_and_ends_the_command(road: Path) -> None:
     (road.parent.parent / "agentcfg.yaml").write_text("verify: {timeout: 1}\n")
     road.write_text(road.read_text().replace("echo all good", "sleep 30"))
+    assert run_cli("roadmap", "trust", "v").exit_code == 0
     result = run_cli("roadmap", "verify", "v", "1.1", "--json")
     assert result.exit_code == 1
     data = json.loads(result.output)
@@ -111,6 +119,7 @@ def test_byte_for_byte(ws: Path, data: bytes) -> None:
     path = ws / "roadmaps" / "b.md"
     path.write_bytes(data)
     path.chmod(0o640)
+    assert run_cli("roadmap", "trust", "b").exit_code == 0
     assert run_cli("roadmap", "done", "b", "1.1").exit_code == 0
     expected = data.replace(b"[ ]", b"[x]", 1)
     assert path.read_bytes() == expected
@@ -120,6 +129,7 @@ def test_byte_for_byte(ws: Path, data: bytes) -> None:
 def test_concurrent_done_on_two_steps_both_land(ws: Path) -> None:
     body = "".join(f"- [ ] **1.{n}** step {n} <!-- verify: sleep 0.2 -->\n" for n in range(1, 9))
     path = write_roadmap(ws, "c", "## Phase 1\n" + body)
+    assert run_cli("roadmap", "trust", "c").exit_code == 0
 
     def done(n: int) -> int:
         return subprocess.run(
@@ -145,6 +155,7 @@ def test_gate_refuses_an_unproven_box_and_allows_a_proven_one(
 ) -> None:
     host = SimulatedHost(ws)
     host.human("go")
+    host.trust("demo")
     host.claim("demo")
     host.reply("Starting.")
     assert host.fire().next_step == "1.2"
@@ -161,3 +172,66 @@ def test_gate_refuses_an_unproven_box_and_allows_a_proven_one(
     host.reply("Step 1.3 finished.")
     proven = host.fire()
     assert proven.stderr.startswith("run-continuation:")  # the proven box is not refused
+
+
+# -- the right box, whatever the line endings ---------------------------------------------
+
+LINES = st.sampled_from(
+    ["- [ ] open", "- [x] done", "* [ ] open", "1. [ ] open", "text", "", "  - [ ] nested open"]
+)
+ENDINGS = st.sampled_from([b"\n", b"\r\n", b"\r"])
+
+
+@given(st.lists(st.tuples(LINES, ENDINGS), min_size=1, max_size=12), st.data())
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_done_changes_exactly_the_box_of_its_step(
+    lines: list[tuple[str, bytes]], data: st.DataObject
+) -> None:
+    text = b"".join(line.encode() + end for line, end in lines)
+    with tempfile.TemporaryDirectory() as folder:
+        ws = Workspace(Path(folder))
+        ws.roadmaps.mkdir()
+        path = ws.roadmaps / "p.md"
+        path.write_bytes(text)
+        steps = [s for s in loading.load(ws, "p").steps if s.mark == "open"]
+        if not steps:
+            return
+        step = data.draw(st.sampled_from(steps))
+        verify.mark_done(ws, "p", step.id)
+        after = path.read_bytes()
+    changed = [n for n in range(len(text)) if text[n] != after[n]]
+    assert len(after) == len(text) and len(changed) == 1
+    assert text[changed[0] - 1 : changed[0] + 2] == b"[ ]" and after[changed[0]] == ord("x")
+    # the byte changed is on the step's own line, counted as the parser counts lines
+    assert len(re.findall(rb"\r\n|\r|\n", text[: changed[0]])) + 1 == step.line
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"- [ ] **1.1** a <!-- verify: true -->\r- [ ] **1.2** b <!-- verify: false -->\r",
+        b"- [ ] **1.1** a <!-- verify: true -->\r- [ ] **1.2** b <!-- verify: false -->",
+        b"text\r\n\r- [ ] **1.1** a <!-- verify: true -->\n- [ ] **1.2** b <!-- verify: false -->",
+    ],
+    ids=["cr only", "cr only, no final ending", "mixed"],
+)
+def test_a_lone_cr_never_ticks_the_neighbour(ws: Path, data: bytes) -> None:
+    path = ws / "roadmaps" / "cr.md"
+    path.write_bytes(data)
+    assert run_cli("roadmap", "trust", "cr").exit_code == 0
+    result = run_cli("roadmap", "done", "cr", "1.1")
+    assert result.exit_code == 0, result.output
+    assert path.read_bytes() == data.replace(b"[ ] **1.1**", b"[x] **1.1**")
+
+
+def test_trust_shows_each_command_escaped_and_done_then_runs(
+    ws: Path, snapshot: SnapshotAssertion
+) -> None:
+    write_roadmap(ws, "t", "- [ ] **1.1** a <!-- verify: echo \x1b[8mhidden\x1b[0m; true -->\n")
+    refused = run_cli("roadmap", "done", "t", "1.1")
+    assert refused.exit_code == 1
+    trusted = run_cli("roadmap", "trust", "t")
+    assert trusted.exit_code == 0 and "\x1b" not in trusted.output
+    shown = trusted.output.replace(str(ws.parent), "<tmp>")
+    assert (refused.output, shown) == snapshot
+    assert run_cli("roadmap", "done", "t", "1.1").exit_code == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -105,3 +106,59 @@ def fire_hostile(
     for path in valid_before:  # no state lost: what was valid stays valid (a finished run may go)
         assert valid_json(path) or (not path.exists() and path.parent.name == "runs"), path
     return proc
+
+
+MEMORY_LIMIT = 1 << 30
+
+
+def _bounded_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+
+def run_hostile(
+    root: Path,
+    args: list[str],
+    expect: int | tuple[int, ...],
+    env: dict[str, str] | None = None,
+    seconds: float = TIME_LIMIT,
+    stdin: bytes = b"",
+    preexec: Callable[[], None] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """One `agentcfg ARGS` that must end with `expect`, in time and within MEMORY_LIMIT, with
+    at most one error line, no traceback and no write outside the workspace but the person's
+    trust store."""
+    env = env or {**hook_env(root), "XDG_STATE_HOME": str(root.parent / "xdg")}
+
+    def outside() -> dict[str, str]:
+        found = tree(root.parent, skip=root.name)
+        return {k: v for k, v in found.items() if not k.endswith("/agentcfg/trust.json")}
+
+    before = outside()
+
+    def limits() -> None:
+        _bounded_memory()
+        if preexec is not None:
+            preexec()
+
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "agentcfg", *args],
+        input=stdin,
+        capture_output=True,
+        env=env,
+        cwd=root,
+        timeout=60,
+        preexec_fn=limits,
+        check=False,
+    )
+    elapsed = time.monotonic() - started
+    out = subprocess.CompletedProcess(
+        proc.args, proc.returncode, proc.stdout.decode("utf-8", "replace"),
+        proc.stderr.decode("utf-8", "replace"),
+    )  # fmt: skip
+    assert elapsed < seconds, f"took {elapsed:.1f}s"
+    assert "Traceback" not in out.stderr, out.stderr[-800:]
+    assert proc.returncode in ((expect,) if isinstance(expect, int) else expect), out
+    assert len([line for line in out.stderr.splitlines() if "error" in line]) <= 1, out.stderr
+    assert outside() == before, "wrote outside the workspace"
+    return out

@@ -89,6 +89,7 @@ def test_the_console_script_answers_the_same(claimed: Path) -> None:
 def test_a_run_that_completes(ws: Path) -> None:
     host = SimulatedHost(ws)
     host.human("work the roadmap")
+    assert host.trust("demo").returncode == 0
     assert host.claim("demo").returncode == 0
     host.reply("Claimed.")
     roadmap = ws / "roadmaps" / "demo.md"
@@ -102,7 +103,7 @@ def test_a_run_that_completes(ws: Path) -> None:
         assert host.agentcfg("roadmap", "done", "demo", result.next_step).returncode == 0
         host.reply(f"Closed {result.next_step}.")
     assert named == ["1.2", "1.3", "2.1"]
-    assert [e for e in events(ws) if e not in ("verified", "marked-done")] == [
+    assert [e for e in events(ws) if e not in ("trusted", "verified", "marked-done")] == [
         "engage", "engage", "engage", "blocked"
     ]  # fmt: skip
     roadmap.write_text(roadmap.read_text().replace("<!-- blocked-by: cache-design -->", ""))

@@ -18,11 +18,12 @@ from tests.simhost import FireResult, SimulatedHost
 
 
 def events(root: Path) -> list[str]:
-    return [e["event"] for e in ledger(root) if e["event"] not in ("verified", "marked-done")]
+    return [e["event"] for e in ledger(root) if e["event"] not in ("trusted", "verified", "marked-done")]
 
 
 def started(ws: Path, *claim_args: str, env: dict[str, str] | None = None) -> SimulatedHost:
     host = SimulatedHost(ws, env=env)
+    assert host.trust("demo").returncode == 0  # the person trusts the verify lines
     host.human("Work through the demo roadmap.")
     assert host.claim("demo", *claim_args).returncode == 0
     return host
@@ -287,7 +288,7 @@ def test_an_advisory_gate_warns_and_the_continuation_still_engages(ws: Path) -> 
     host.reply("Fixed the parser. Now I'll run the tests.")
     result = host.fire()
     assert result.blocked and result.stderr.startswith("run-continuation:")
-    assert [e["event"] for e in ledger(ws)] == ["refused", "engage"]
+    assert events(ws) == ["refused", "engage"]
     assert ledger(ws)[0]["advisory"] is True
     marker = ws / "state" / "refusals" / f"{claims.session_key(host.session_id)}.json"
     assert not marker.exists()  # no marker of a refusal that never was

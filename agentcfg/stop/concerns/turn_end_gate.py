@@ -56,7 +56,8 @@ class TurnEndGate:
         for flag, on in (("shadow", ctx.config.mode == "shadow"), ("advisory", self.advisory)):
             if on:
                 extra[flag] = True
-        ctx.log("refused", detector=detector, quote=quote[:240], **extra)
+        quoted = state.ledger_quote(quote, ctx.config.ledger_quotes)
+        ctx.log("refused", detector=detector, quote=quoted, **extra)
         if ctx.config.mode == "shadow":
             return ALLOW  # recorded as it would have been refused, never blocked
         slug = ctx.claim.slug if ctx.claim else ""
