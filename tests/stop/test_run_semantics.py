@@ -18,7 +18,9 @@ from tests.simhost import FireResult, SimulatedHost
 
 
 def events(root: Path) -> list[str]:
-    return [e["event"] for e in ledger(root) if e["event"] not in ("trusted", "verified", "marked-done")]
+    return [
+        e["event"] for e in ledger(root) if e["event"] not in ("trusted", "verified", "marked-done")
+    ]
 
 
 def started(ws: Path, *claim_args: str, env: dict[str, str] | None = None) -> SimulatedHost:
@@ -289,7 +291,7 @@ def test_an_advisory_gate_warns_and_the_continuation_still_engages(ws: Path) -> 
     result = host.fire()
     assert result.blocked and result.stderr.startswith("run-continuation:")
     assert events(ws) == ["refused", "engage"]
-    assert ledger(ws)[0]["advisory"] is True
+    assert next(e for e in ledger(ws) if e["event"] == "refused")["advisory"] is True
     marker = ws / "state" / "refusals" / f"{claims.session_key(host.session_id)}.json"
     assert not marker.exists()  # no marker of a refusal that never was
 
