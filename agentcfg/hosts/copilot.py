@@ -64,6 +64,9 @@ def to_event(payload: Mapping[str, object]) -> StopEvent:
         background_tasks=0,
         host=NAME,
         interrupted=any(word in reason for word in ("abort", "cancel", "interrupt")),
+        # Copilot writes events.jsonl after its `-p` run, so replies cannot be told apart by
+        # the transcript; each fire carries its own timestamp, and Copilot fires once a reply
+        fire_id=str(payload.get("timestamp", "")),
     )
 
 

@@ -136,7 +136,8 @@ class HookContext:
         except (OSError, ValueError):
             size = 0
         digest = sha256_hex(self.final_message.encode("utf-8", "replace"))[:16]
-        return f"{self.turn}|{digest}|{size}"
+        fire = f"|{self.event.fire_id}" if self.event.fire_id else ""
+        return f"{self.turn}|{digest}|{size}{fire}"
 
     @property
     def caps(self) -> Caps:

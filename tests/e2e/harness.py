@@ -80,6 +80,7 @@ def project(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
         "TERM": "dumb",
         "NO_COLOR": "1",
     }
+    agentcfg(root, env, "roadmap", "trust", SLUG)  # as the person does before a run
     return root, home, env
 
 

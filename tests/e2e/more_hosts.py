@@ -42,11 +42,11 @@ def workspace(tmp_path: Path, host: str, steps: int) -> tuple[Path, dict[str, st
         "HOME": str(home),
         "LANG": "C.UTF-8",
     }
-    installed = subprocess.run(
-        [AGENTCFG, "hooks", "install", "--host", host],
-        cwd=root, env=env, capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    assert installed.returncode == 0, installed.stderr
+    for args in (("roadmap", "trust", "e2e"), ("hooks", "install", "--host", host)):
+        done = subprocess.run(
+            [AGENTCFG, *args], cwd=root, env=env, capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 0, done.stderr
     return root, env
 
 
@@ -55,8 +55,10 @@ def host_binary(host: str) -> str:
 
 
 def ledger(root: Path) -> list[dict[str, Any]]:
+    """The run's events: the person's `trusted` before it belongs to no run."""
     path = root / "state" / "run-continuation.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [e for e in map(json.loads, lines) if e["event"] != "trusted"]
 
 
 def events(root: Path) -> list[str]:
