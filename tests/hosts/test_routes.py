@@ -54,11 +54,14 @@ def test_each_host_finds_its_installed_plugin(ws: Path, host: str) -> None:
     record = installed(host, ws.parent / "home")
     found = plugin_of(host, ws)
     assert found is not None and found.record == record
-    assert found.remove == {
-        "claude": "claude plugin uninstall agentcfg@agentcfg --scope user",
-        "codex": "codex plugin remove agentcfg@agentcfg",
-        "gemini": "gemini extensions uninstall agentcfg",
-    }[host]
+    assert (
+        found.remove
+        == {
+            "claude": "claude plugin uninstall agentcfg@agentcfg --scope user",
+            "codex": "codex plugin remove agentcfg@agentcfg",
+            "gemini": "gemini extensions uninstall agentcfg",
+        }[host]
+    )
 
 
 def test_cursor_has_no_plugin_route(ws: Path) -> None:
