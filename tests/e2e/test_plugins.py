@@ -17,7 +17,7 @@ from tests.e2e import fake_model
 from tests.e2e.harness import AGENTCFG, REPO, Run, agentcfg, assert_complete, binary, drive, project
 from tests.e2e.test_claude_code import VERSIONS
 from tests.e2e.test_claude_code import session as claude_session
-from tests.e2e.test_codex import CONFIG
+from tests.e2e.test_codex import codex_project, exec_codex
 from tests.e2e.test_codex import session as codex_session
 from tests.e2e.test_gemini_cli import session as gemini_session
 
@@ -139,11 +139,7 @@ def codex_hooks(codex: Path, root: Path, env: dict[str, str]) -> list[dict[str, 
 
 def test_codex_by_its_marketplace(tmp_path: Path) -> None:
     codex = binary("codex-0.169.0", "codex")
-    root, home, env = project(tmp_path)
-    codex_home = tmp_path / "codex-home"
-    codex_home.mkdir()
-    (codex_home / "config.toml").write_text(CONFIG)
-    env = {**env, "CODEX_HOME": str(codex_home)}
+    root, home, codex_home, env = codex_project(tmp_path)
     for args in (("marketplace", "add", str(REPO)), ("add", "agentcfg@agentcfg")):
         host_cli(codex, "plugin", *args, cwd=root, env=env)
     (hook,) = codex_hooks(codex, root, env)
@@ -161,13 +157,7 @@ def test_codex_by_its_marketplace(tmp_path: Path) -> None:
     findings = json.loads(agentcfg(root, env, "doctor", "--json"))
     wiring = [(f["level"], f["subject"]) for f in findings if f["subject"].startswith("codex")]
     assert wiring == [("ok", "codex (plugin)")]
-    command = [
-        str(codex), "exec", "--skip-git-repo-check", "--json",
-        "-c", 'model_providers.fake.base_url="{url}/v1"',
-        "Work through roadmaps/e2e.md.",
-    ]  # fmt: skip
-    run = drive("codex", root, home, {**env, "FAKE_API_KEY": "test-local"}, command, idle=False)
-    assert run.proc.returncode == 0, run.failure()
+    run = exec_codex(root, home, env, idle=False)
     assert not (root / ".codex").exists() and not (codex_home / "hooks.json").exists()
     assert_complete(run, codex_session(run, tmp_path))
     sent_by = f'<hook_prompt hook_run_id="stop:0:{hook["sourcePath"]}">'  # the plugin's hooks file
