@@ -142,17 +142,6 @@ class HostFileError(Exception):
     """A host's config file has a shape we cannot merge into."""
 
 
-def json_object(path: Path) -> dict[str, Any]:
-    """A host file's JSON object; {} when it is missing, unreadable or not an object."""
-    import json
-
-    try:
-        data = json.loads(path.read_bytes())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def settings_hook(host: Host, root: Path, home: Path, env: Mapping[str, str]) -> Path | None:
     """The host config file (project or user scope) whose stop hook of ours runs, if any."""
     import os
@@ -160,7 +149,11 @@ def settings_hook(host: Host, root: Path, home: Path, env: Mapping[str, str]) ->
 
     for scope in ("project", "user"):
         path = host.config_path(scope, root, home, env)
-        for command in host.registered(json_object(path)):
+        try:
+            document = host.parse(path.read_bytes())
+        except (OSError, HostFileError):
+            continue
+        for command in host.registered(document):
             try:
                 program = shlex.split(command)[0]
             except (ValueError, IndexError):

@@ -149,7 +149,7 @@ def block_cap(root: Path, home: Path, env: Mapping[str, str]) -> tuple[int, str]
 
 def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:
     """Our plugin when a settings file enables it; the narrowest scope that names it decides."""
-    from agentcfg.hosts.base import PLUGIN, Plugin, json_object
+    from agentcfg.hosts.base import PLUGIN, Plugin, read_json_file
 
     decided: dict[str, tuple[bool, Path, str]] = {}
     for scope, path in (
@@ -157,7 +157,7 @@ def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:
         ("project", root / ".claude" / "settings.json"),
         ("user", home / ".claude" / "settings.json"),
     ):
-        enabled = json_object(path).get("enabledPlugins")
+        enabled = (read_json_file(path) or {}).get("enabledPlugins")
         for key, on in enabled.items() if isinstance(enabled, dict) else ():
             if key.partition("@")[0] == PLUGIN and key not in decided:
                 decided[key] = (on is True, path, scope)

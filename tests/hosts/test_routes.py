@@ -64,9 +64,11 @@ def test_each_host_finds_its_installed_plugin(ws: Path, host: str) -> None:
     )
 
 
-def test_cursor_has_no_plugin_route(ws: Path) -> None:
-    assert set(HOSTS) - set(PLUGIN_HOSTS) == {"cursor"}
-    assert plugin_of("cursor", ws) is None
+@pytest.mark.parametrize("host", sorted(set(HOSTS) - set(PLUGIN_HOSTS)))
+def test_the_other_hosts_have_no_plugin_route(ws: Path, host: str) -> None:
+    for other in PLUGIN_HOSTS:
+        installed(other, ws.parent / "home")
+    assert plugin_of(host, ws) is None
 
 
 def test_claude_the_narrowest_settings_file_decides(ws: Path) -> None:
