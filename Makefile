@@ -18,6 +18,7 @@ lint: install
 	$(VENV)/bin/ruff format --check agentcfg tests benchmarks
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
+	$(VENV)/bin/shellcheck plugin/bin/agentcfg
 
 pytest: install
 	$(VENV)/bin/pytest

@@ -17,7 +17,7 @@ from agentcfg.core.ladder import RunState
 from agentcfg.core.lint import lint
 from agentcfg.core.roadmap import scan
 from agentcfg.errors import AgentcfgError, ClaimError, RoadmapError
-from agentcfg.hosts.base import HOOK_TIMEOUT, Answer, Finding
+from agentcfg.hosts.base import HOOK_TIMEOUT, Answer, Finding, Plugin
 from agentcfg.hosts.registry import HOSTS, adapter, session_env
 from agentcfg.workspace import Workspace
 
@@ -46,6 +46,7 @@ def _hosts(ws: Workspace, home: Path, env: Mapping[str, str]) -> list[Finding]:
     for name in HOSTS:
         host = adapter(name)
         host_wired = False
+        hooked = []
         for scope in ("project", "user"):
             path = host.config_path(scope, ws.root, home, env)
             subject = f"{name} ({scope})"
@@ -57,8 +58,13 @@ def _hosts(ws: Workspace, home: Path, env: Mapping[str, str]) -> list[Finding]:
             if not commands:
                 continue
             wired = host_wired = True
+            hooked.append(scope)
             found.extend(_wiring(subject, path, commands, f"--host {name} --scope {scope}"))
             found.extend(host.checks(path, ws.root, home, env))
+        plugin = host.plugin(ws.root, home, env)
+        if plugin is not None:
+            wired = host_wired = True
+            found.append(_plugin_route(name, plugin, hooked))
         if host_wired:
             found.extend(cap_findings(ws, host, home, env, ws.slugs()))
     if not wired:
@@ -93,6 +99,20 @@ def cap_findings(
                 fix,
             ))  # fmt: skip
     return found
+
+
+def _plugin_route(name: str, plugin: Plugin, hooked: list[str]) -> Finding:
+    subject = f"{name} (plugin)"
+    if not hooked:
+        return Finding("ok", subject, f"stop hook wired by the agentcfg plugin ({plugin.record})")
+    uninstall = " or ".join(f"`agentcfg hooks uninstall --host {name} --scope {s}`" for s in hooked)
+    return Finding(
+        "warning",
+        subject,
+        f"the stop hook is registered twice, by the agentcfg plugin ({plugin.record}) and by"
+        f" `hooks install` ({', '.join(hooked)} scope); the plugin's hook steps aside",
+        f"keep one route: {uninstall}, or `{plugin.remove}`",
+    )
 
 
 def _wiring(subject: str, path: Path, commands: list[str], options: str) -> list[Finding]:

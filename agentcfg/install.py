@@ -48,6 +48,17 @@ def config_path(host: str, scope: str, root: Path, home: Path, env: Mapping[str,
     return path
 
 
+def _refuse_second_route(host: str, root: Path, home: Path, env: Mapping[str, str]) -> None:
+    """InstallError when our plugin already runs the stop hook in this host: one route at a time."""
+    spec = adapter(host)
+    plugin = spec.plugin(root, home, env)
+    if plugin is not None:
+        raise InstallError(
+            f"the agentcfg plugin runs the stop hook in {spec.TITLE} already ({plugin.record});"
+            f" to wire the hook here instead, remove the plugin first: {plugin.remove}"
+        )
+
+
 def read_document(host: str, path: Path) -> dict[str, Any] | None:
     """The host's file as a document, None when it does not exist; InstallError when malformed."""
     try:
@@ -100,6 +111,8 @@ def wire(
 
     Removing always takes out the trust an install wrote.
     """
+    if not remove:
+        _refuse_second_route(host, root, home, env)
     path = config_path(host, scope, root, home, env)
     change = apply(path, host, None if remove else hook_command(host), dry_run)
     changes = [change]

@@ -63,6 +63,8 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
             """How many blocks one prompt takes before the host ends it, and how a person can
             go further; None when the host has no such cap."""
 
+        def plugin(self, root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None: ...
+
 
 HOOK_TIMEOUT = 30  # seconds a host waits on the hook; the stop chain itself gives up after 3
 
@@ -125,8 +127,41 @@ class TrustEdit:
     after: str
 
 
+@dataclass(frozen=True)
+class Plugin:
+    """Our plugin (or extension) as a host has it installed: the stop hook comes with it."""
+
+    record: Path  # the host's file that says so
+    remove: str  # the host's command that takes it out
+
+
+PLUGIN = "agentcfg"  # our plugin's name in every host's manifest
+PLUGIN_ENV = "AGENTCFG_PLUGIN"  # set by the plugin's shim: this fire came through the plugin
+
+
 class HostFileError(Exception):
     """A host's config file has a shape we cannot merge into."""
+
+
+def settings_hook(host: Host, root: Path, home: Path, env: Mapping[str, str]) -> Path | None:
+    """The host config file (project or user scope) whose stop hook of ours runs, if any."""
+    import os
+    import shlex
+
+    for scope in ("project", "user"):
+        path = host.config_path(scope, root, home, env)
+        try:
+            document = host.parse(path.read_bytes())
+        except (OSError, HostFileError):
+            continue
+        for command in host.registered(document):
+            try:
+                program = shlex.split(command)[0]
+            except (ValueError, IndexError):
+                continue
+            if not os.path.isabs(program) or os.access(program, os.X_OK):
+                return path
+    return None
 
 
 def text(payload: Mapping[str, object], name: str) -> str:

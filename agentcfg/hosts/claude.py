@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from agentcfg.hosts.base import Answer, Finding, Probe, StopEvent, TrustEdit
+    from agentcfg.hosts.base import Answer, Finding, Plugin, Probe, StopEvent, TrustEdit
 
 NAME = "claude"
 TITLE = "Claude Code"
@@ -145,3 +145,23 @@ def trust(
 
 def block_cap(root: Path, home: Path, env: Mapping[str, str]) -> tuple[int, str] | None:
     return None  # 8 blocks in a row at most, but a tool call resets the count: work never meets it
+
+
+def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:
+    """Our plugin when a settings file enables it; the narrowest scope that names it decides."""
+    from agentcfg.hosts.base import PLUGIN, Plugin, read_json_file
+
+    decided: dict[str, tuple[bool, Path, str]] = {}
+    for scope, path in (
+        ("local", root / ".claude" / "settings.local.json"),
+        ("project", root / ".claude" / "settings.json"),
+        ("user", home / ".claude" / "settings.json"),
+    ):
+        enabled = (read_json_file(path) or {}).get("enabledPlugins")
+        for key, on in enabled.items() if isinstance(enabled, dict) else ():
+            if key.partition("@")[0] == PLUGIN and key not in decided:
+                decided[key] = (on is True, path, scope)
+    for key, (on, path, scope) in decided.items():
+        if on:
+            return Plugin(path, f"claude plugin uninstall {key} --scope {scope}")
+    return None

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from agentcfg.hosts.base import Answer, Finding, Probe, StopEvent, TrustEdit
+    from agentcfg.hosts.base import Answer, Finding, Plugin, Probe, StopEvent, TrustEdit
 
 NAME = "codex"
 TITLE = "Codex CLI"
@@ -304,4 +304,20 @@ def probe(cwd: str) -> Probe:
 
 
 def block_cap(root: Path, home: Path, env: Mapping[str, str]) -> tuple[int, str] | None:
+    return None
+
+
+def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:
+    """Our plugin when config.toml holds an enabled `[plugins."agentcfg@<marketplace>"]`."""
+    from agentcfg.hosts.base import PLUGIN, HostFileError, Plugin
+
+    path = codex_home(home, env) / "config.toml"
+    try:
+        plugins = _read_toml(path)[1].get("plugins")
+    except HostFileError:
+        return None
+    for key, table in plugins.items() if isinstance(plugins, dict) else ():
+        enabled = table.get("enabled", True) if isinstance(table, dict) else False
+        if key.partition("@")[0] == PLUGIN and enabled is not False:
+            return Plugin(path, f"codex plugin remove {key}")
     return None

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from agentcfg.hosts.base import Answer, Finding, Probe, StopEvent, TrustEdit
+    from agentcfg.hosts.base import Answer, Finding, Plugin, Probe, StopEvent, TrustEdit
 
 NAME = "copilot"
 TITLE = "Copilot CLI"
@@ -200,3 +200,7 @@ def trust(
 
 def block_cap(root: Path, home: Path, env: Mapping[str, str]) -> tuple[int, str] | None:
     return BLOCK_CAP, "no setting raises it: send another prompt (`copilot --continue`) to go on"
+
+
+def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:
+    return None  # we ship no Copilot CLI plugin: `hooks install` is the only route

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from agentcfg.hosts.base import Answer, Finding, Probe, StopEvent, TrustEdit
+    from agentcfg.hosts.base import Answer, Finding, Plugin, Probe, StopEvent, TrustEdit
 
 NAME = "cursor"
 TITLE = "Cursor"
@@ -153,3 +153,7 @@ def trust(
 
 def block_cap(root: Path, home: Path, env: Mapping[str, str]) -> tuple[int, str] | None:
     return None
+
+
+def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:
+    return None  # we ship no Cursor plugin: `hooks install` is the only route

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from agentcfg.hosts.base import Answer, Finding, Probe, StopEvent, TrustEdit
+    from agentcfg.hosts.base import Answer, Finding, Plugin, Probe, StopEvent, TrustEdit
 
 NAME = "gemini"
 TITLE = "Gemini CLI"
@@ -256,3 +256,13 @@ def trust(
 
 def block_cap(root: Path, home: Path, env: Mapping[str, str]) -> tuple[int, str] | None:
     return None
+
+
+def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:
+    """Our extension when it is installed or linked (a folder of that name under extensions/)."""
+    from agentcfg.hosts.base import PLUGIN, Plugin
+
+    folder = home / ".gemini" / "extensions" / PLUGIN
+    if not folder.is_dir():
+        return None
+    return Plugin(folder, f"gemini extensions uninstall {PLUGIN}")

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from agentcfg.hosts.base import Answer, Finding, Probe, StopEvent, TrustEdit
+    from agentcfg.hosts.base import Answer, Finding, Plugin, Probe, StopEvent, TrustEdit
 
 NAME = "opencode"
 TITLE = "OpenCode"
@@ -194,3 +194,7 @@ def plugin_source(command: str) -> str:
 def _ours(document: Mapping[str, Any]) -> bool:
     source = document.get("source")
     return isinstance(source, str) and source.startswith(HEADER)
+
+
+def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:
+    return None  # `hooks install` writes our OpenCode plugin itself: there is no second route

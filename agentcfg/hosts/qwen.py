@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from agentcfg.hosts.base import Answer, Finding, Probe, StopEvent, TrustEdit
+    from agentcfg.hosts.base import Answer, Finding, Plugin, Probe, StopEvent, TrustEdit
 
 NAME = "qwen"
 TITLE = "Qwen Code"
@@ -177,3 +177,7 @@ def _cap(root: Path, home: Path, env: Mapping[str, str]) -> int:
 
 def _capped(value: float) -> int:
     return int(min(value, MAX_CAP)) if value >= 1 else DEFAULT_CAP
+
+
+def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:
+    return None  # we ship no Qwen Code plugin: `hooks install` is the only route

@@ -51,7 +51,9 @@ def main(
     host = adapter(name) if name else detect(payload)
     try:
         root = paths.locate_root(host.cwd_of(payload), environ)
-        idle = preflight.nothing_to_do(root, host.session_of(payload), environ)
+        idle = preflight.nothing_to_do(root, host.session_of(payload), environ) or _second_route(
+            host, root, environ
+        )
     except Exception:  # fail open
         return _finish(host, None)
     return _finish(host, None if idle else _decide(host, payload, root, environ))
@@ -66,6 +68,18 @@ def _host_option(argv: list[str]) -> str | None:
     if len(argv) == 1 and argv[0].startswith("--host=") and argv[0][7:] in HOSTS:
         return argv[0][7:]
     return None
+
+
+def _second_route(host: Host, root: str, env: Mapping[str, str]) -> bool:
+    """A fire through our plugin steps aside when the host's settings run our hook too."""
+    from agentcfg.hosts.base import PLUGIN_ENV, settings_hook
+
+    if not env.get(PLUGIN_ENV):
+        return False
+    from pathlib import Path
+
+    home = Path(env.get("HOME") or os.path.expanduser("~"))
+    return settings_hook(host, Path(root), home, env) is not None
 
 
 def _read_payload(stream: BinaryIO) -> dict[str, object] | None:

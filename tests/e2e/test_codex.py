@@ -25,25 +25,34 @@ supports_websockets = false
 """
 
 
-def run_codex(tmp_path: Path, idle: bool) -> Run:
-    codex = binary("codex-0.169.0", "codex")
+def codex_project(tmp_path: Path) -> tuple[Path, Path, Path, dict[str, str]]:
+    """(project root, home, CODEX_HOME holding CONFIG, environment pointing at it)."""
     root, home, env = project(tmp_path)
     codex_home = tmp_path / "codex-home"
     codex_home.mkdir()
     (codex_home / "config.toml").write_text(CONFIG)
-    env = {**env, "CODEX_HOME": str(codex_home)}
-    agentcfg(root, env, "hooks", "install", "--host", "codex", "--trust")
-    assert (codex_home / "config.toml").read_text().startswith(CONFIG)  # kept as it was
-    findings = json.loads(agentcfg(root, env, "doctor", "--json"))
-    assert [f for f in findings if f["subject"] == "codex" and f["level"] != "ok"] == []
+    return root, home, codex_home, {**env, "CODEX_HOME": str(codex_home)}
+
+
+def exec_codex(root: Path, home: Path, env: dict[str, str], idle: bool) -> Run:
+    """One headless `codex exec` over the e2e roadmap against the scripted model."""
     command = [
-        str(codex), "exec", "--skip-git-repo-check", "--json",
+        str(binary("codex-0.169.0", "codex")), "exec", "--skip-git-repo-check", "--json",
         "-c", 'model_providers.fake.base_url="{url}/v1"',
         "Work through roadmaps/e2e.md.",
     ]  # fmt: skip
     run = drive("codex", root, home, {**env, "FAKE_API_KEY": "test-local"}, command, idle)
     assert run.proc.returncode == 0, run.failure()
     return run
+
+
+def run_codex(tmp_path: Path, idle: bool) -> Run:
+    root, home, codex_home, env = codex_project(tmp_path)
+    agentcfg(root, env, "hooks", "install", "--host", "codex", "--trust")
+    assert (codex_home / "config.toml").read_text().startswith(CONFIG)  # kept as it was
+    findings = json.loads(agentcfg(root, env, "doctor", "--json"))
+    assert [f for f in findings if f["subject"] == "codex" and f["level"] != "ok"] == []
+    return exec_codex(root, home, env, idle)
 
 
 def session(run: Run, tmp_path: Path) -> str:

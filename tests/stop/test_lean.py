@@ -21,12 +21,12 @@ print(json.dumps({"code": code, "heavy": heavy}), file=sys.stderr)
 """
 
 
-def probe(root: Path, payload: dict[str, object]) -> dict[str, object]:
+def probe(root: Path, payload: dict[str, object], **env: str) -> dict[str, object]:
     proc = subprocess.run(
         [sys.executable, "-c", PROBE, json.dumps(payload)],
         capture_output=True,
         text=True,
-        env=hook_env(root),
+        env=hook_env(root, **env),
         cwd=root,
         check=False,
     )
@@ -47,3 +47,11 @@ def test_engage_with_a_warm_cache_loads_no_parser(ws: Path) -> None:
         result = probe(ws, fixture_payload(n, ws))
         assert result["code"] == 2
         assert result["heavy"] == []
+
+
+def test_engage_through_the_plugin_stays_lean(ws: Path) -> None:
+    """The plugin's fire also looks for a settings hook of ours (there is none here)."""
+    run_cli("sessions", "claim", "demo", "--session", str(fixture_payload(1, ws)["session_id"]))
+    run_cli("roadmap", "status", "demo")
+    result = probe(ws, fixture_payload(1, ws), AGENTCFG_PLUGIN="1")
+    assert result == {"code": 2, "heavy": []}
