@@ -13,12 +13,6 @@ class AgentcfgError(Exception):
         return {"error": str(self)}
 
 
-class UsageError(AgentcfgError):
-    """The command line itself is wrong."""
-
-    exit_code = 2
-
-
 class RoadmapError(AgentcfgError):
     """A roadmap cannot be found, read or decoded."""
 
@@ -29,10 +23,6 @@ class StateError(AgentcfgError):
 
 class ClaimError(AgentcfgError):
     """A claim cannot be made or released."""
-
-
-class ConfigError(AgentcfgError):
-    """The configuration file is unreadable."""
 
 
 class InstallError(AgentcfgError):
