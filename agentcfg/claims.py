@@ -60,6 +60,7 @@ class Claim:
     claimed_at: float
     max_iterations: int | None = None
     wall_clock: float | None = None
+    max_tokens: int | None = None
 
     @property
     def key(self) -> str:
@@ -75,6 +76,8 @@ class Claim:
             data["max_iterations"] = self.max_iterations
         if self.wall_clock is not None:
             data["wall_clock"] = self.wall_clock
+        if self.max_tokens is not None:
+            data["max_tokens"] = self.max_tokens
         return data
 
 
@@ -91,8 +94,16 @@ def claim_from_json(data: dict[str, Any]) -> Claim | None:
         return None
     if wall_clock is not None and not (isinstance(wall_clock, (int, float)) and wall_clock > 0):
         return None
+    max_tokens = data.get("max_tokens")
+    if max_tokens is not None and not (type(max_tokens) is int and max_tokens > 0):
+        return None
     return Claim(
-        slug, session, at, max_iterations, None if wall_clock is None else float(wall_clock)
+        slug,
+        session,
+        at,
+        max_iterations,
+        None if wall_clock is None else float(wall_clock),
+        max_tokens,
     )
 
 
@@ -160,6 +171,7 @@ def claim(
     max_iterations: int | None = None,
     wall_clock: float | None = None,
     token: str | None = None,
+    max_tokens: int | None = None,
 ) -> ClaimResult:
     """Bind a session to a roadmap and start a fresh run; refuse a peer's live claim.
 
@@ -168,7 +180,7 @@ def claim(
     check_session(session_id)
     slug = ws.canonical(slug)  # the roadmap must exist; an alias claims the file it names
     max_iterations, wall_clock, cut = clamp_budget(max_iterations, wall_clock)
-    new = Claim(slug, session_id, now, max_iterations, wall_clock)
+    new = Claim(slug, session_id, now, max_iterations, wall_clock, max_tokens)
     with state.locked(claims_dir(ws) / ".lock"):
         peers = _live_peers(ws, slug, session_id, now, force)
         replaced = read_claim(ws, new.key)
@@ -188,6 +200,7 @@ def claim(
         iterations=0,
         max_iterations=max_iterations,
         wall_clock=wall_clock,
+        max_tokens=max_tokens,
         **({"token": token} if token else {}),
     )
     state.append_ledger(ws.state, claimed)
@@ -260,6 +273,7 @@ class Pending:
     force: bool = False
     max_iterations: int | None = None
     wall_clock: float | None = None
+    max_tokens: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -269,6 +283,7 @@ class Pending:
             "force": self.force,
             "max_iterations": self.max_iterations,
             "wall_clock": self.wall_clock,
+            "max_tokens": self.max_tokens,
         }
 
 
@@ -284,6 +299,7 @@ def claim_pending(
     force: bool = False,
     max_iterations: int | None = None,
     wall_clock: float | None = None,
+    max_tokens: int | None = None,
 ) -> Pending:
     """Record a claim for the session whose next turn end shows the printed token."""
     import secrets  # loads hashlib, which the stop hook's lean path does without
@@ -291,7 +307,13 @@ def claim_pending(
     slug = ws.canonical(slug)  # the roadmap must exist; an alias claims the file it names
     _live_peers(ws, slug, None, now, force)
     made = Pending(
-        TOKEN_PREFIX + secrets.token_hex(8), slug, now, force, max_iterations, wall_clock
+        TOKEN_PREFIX + secrets.token_hex(8),
+        slug,
+        now,
+        force,
+        max_iterations,
+        wall_clock,
+        max_tokens,
     )
     state.write_json(pending_dir(ws) / f"{made.token}.json", made.to_json())
     return made
@@ -306,7 +328,12 @@ def _pending_from_json(data: dict[str, Any]) -> Pending | None:
         return None
     if wall_clock is not None and not isinstance(wall_clock, (int, float)):
         return None
-    return Pending(token, slug, at, data.get("force") is True, max_iterations, wall_clock)
+    max_tokens = data.get("max_tokens")
+    if max_tokens is not None and type(max_tokens) is not int:
+        return None
+    return Pending(
+        token, slug, at, data.get("force") is True, max_iterations, wall_clock, max_tokens
+    )
 
 
 def adopt(
@@ -352,6 +379,7 @@ def adopt(
         force=latest.force,
         max_iterations=latest.max_iterations,
         wall_clock=latest.wall_clock,
+        max_tokens=latest.max_tokens,
         token=latest.token,
     )
     return made.claim
@@ -393,6 +421,8 @@ def describe(ws: Workspace, claim: Claim, now: float) -> dict[str, Any]:
             "iterations": run.iterations,
             "max_iterations": claim.max_iterations,
             "wall_clock": claim.wall_clock,
+            "max_tokens": claim.max_tokens,
+            "tokens": run.tokens,
             "halted": run.halted,
             "ended": run.ended,
             "paused": run.paused,

@@ -61,6 +61,7 @@ class Config:
     ledger_quotes: str = "excerpt"
     problems: tuple[str, ...] = field(default=(), compare=False)
     notify: tuple[str, ...] = ()  # argv run on each ending, with {event} {slug} {message}
+    max_tokens: int | None = None  # no token budget unless one is set
 
 
 def load_config(ws: Workspace, env: Mapping[str, str]) -> Config:
@@ -163,6 +164,12 @@ def validate(data: Mapping[str, Any], env: Mapping[str, str], problems: list[str
         positive_int,
         base.stall_window,
     )
+    max_tokens = pick(
+        "ladder.max_tokens",
+        env.get("AGENTCFG_MAX_TOKENS") or ladder.get("max_tokens"),
+        _positive_int,
+        base.max_tokens,
+    )
     verify_timeout = pick(
         "verify.timeout",
         verify.get("timeout"),
@@ -204,6 +211,7 @@ def validate(data: Mapping[str, Any], env: Mapping[str, str], problems: list[str
         quotes,
         tuple(problems),
         notify=notify,
+        max_tokens=max_tokens,
     )
 
 

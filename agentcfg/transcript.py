@@ -7,6 +7,7 @@ file the person's prompts are `UserMessage` items (hook prompts are other items)
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import stat
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for every import
+    from collections.abc import Callable
     from typing import Any
 
 TAIL = 8 * 1024 * 1024
@@ -176,3 +178,149 @@ def is_human(record: dict[str, Any]) -> bool:
         return False
     first = blocks[0].get("text")
     return not (isinstance(first, str) and first.startswith(FEEDBACK_PREFIX))
+
+
+# Token usage. A fire's segment is the transcript's bytes from where the run's previous
+# recorded fire stopped reading (its mark) to the last whole line now; without a mark, from
+# the start of the current human turn. Each host reads its own usage records from the lines.
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens a segment spent, in disjoint parts: fresh input, cache reads, cache writes, output."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.input + self.output + self.cache_read + self.cache_write
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input + other.input,
+            self.output + other.output,
+            self.cache_read + other.cache_read,
+            self.cache_write + other.cache_write,
+        )
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "input": self.input,
+            "output": self.output,
+            "cache_read": self.cache_read,
+            "cache_write": self.cache_write,
+            "total": self.total,
+        }
+
+
+@dataclass(frozen=True)
+class Spent:
+    """What one fire's segment cost (None: unknown) and where the segment ends (None: unread)."""
+
+    usage: Usage | None
+    end: int | None
+
+
+NOT_READ = Spent(None, None)
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A fire's segment of the transcript, with the window's lines before it for context."""
+
+    before: list[bytes]
+    lines: list[bytes] | None  # None: the segment starts before the tail's reach
+    whole: bool  # the window reaches back to the transcript's first line
+    end: int  # the offset just after the segment's last whole line
+
+
+def read_segment(
+    path: str | None, start: int | None, is_turn_start: Callable[[bytes], bool], tail: int = TAIL
+) -> Segment | None:
+    """The lines from offset `start` (None: from the last line `is_turn_start` accepts, else the
+    file's first) to the last whole line; None when unreadable.
+
+    A `start` past the end means the file was replaced: the segment starts as if unmarked.
+    """
+    if not path:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except (OSError, ValueError):
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        first = max(0, info.st_size - tail)
+        os.lseek(fd, first, os.SEEK_SET)
+        data = _read_exactly(fd, info.st_size - first)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    complete = data.rfind(b"\n") + 1  # a line still being written belongs to the next segment
+    lines, offsets, at = [], [], first
+    for line in data[:complete].split(b"\n")[:-1]:
+        lines.append(line)
+        offsets.append(at)
+        at += len(line) + 1
+    if first > 0 and lines:  # the first piece is a partial line
+        lines, offsets = lines[1:], offsets[1:]
+    end, whole = first + complete, first == 0
+    if start is not None and start <= end:
+        if not whole and start < (offsets[0] if offsets else end):
+            return Segment([], None, whole, end)
+        index = bisect.bisect_left(offsets, start)
+    else:
+        starts = [i for i, line in enumerate(lines) if is_turn_start(line)]
+        if not starts and not whole:
+            return Segment([], None, whole, end)
+        index = starts[-1] if starts else 0
+    return Segment(lines[:index], lines[index:], whole, end)
+
+
+def count(value: object) -> int:
+    """A token count from a host record; anything but a non-negative integer counts 0."""
+    return value if type(value) is int and value > 0 else 0
+
+
+def load(line: bytes) -> dict[str, Any]:
+    """One JSONL record; {} when it is not a JSON object."""
+    return _load(line)
+
+
+def human_line(line: bytes) -> bool:
+    """A Claude Code transcript line that is a real human turn."""
+    return _maybe_human(line) and is_human(_load(line))
+
+
+def per_message(
+    segment: Segment, read: Callable[[bytes], tuple[object, Usage | None] | None]
+) -> Usage | None:
+    """The sum of the segment's messages' usage; None when any message's is unknown.
+
+    `read` gives a line's (message id, usage), or None for a line that is no message. A message
+    written over several lines counts once, its last line; one the previous segment ended on was
+    counted there.
+    """
+    counted: object = None
+    for line in reversed(segment.before):
+        found = read(line)
+        if found is not None:
+            counted = found[0]
+            break
+    messages: dict[object, Usage | None] = {}
+    for index, line in enumerate(segment.lines or ()):
+        found = read(line)
+        if found is not None and (found[0] is None or found[0] != counted):
+            messages[index if found[0] is None else found[0]] = found[1]
+    total = Usage()
+    for usage in messages.values():
+        if usage is None:
+            return None
+        total += usage
+    return total

@@ -39,9 +39,14 @@ class SimulatedHost:
     """One Claude Code session in a workspace: human turns, replies, tool calls and Stop fires."""
 
     def __init__(
-        self, root: Path, session_id: str | None = None, env: dict[str, str] | None = None
+        self,
+        root: Path,
+        session_id: str | None = None,
+        env: dict[str, str] | None = None,
+        usage: dict[str, int] | None = None,
     ):
         self.root = root
+        self.usage = usage  # what each model message reports spending, as Claude Code records it
         self.session_id = session_id or str(uuid.uuid4())
         self.transcript = root / ".host" / f"{self.session_id}.jsonl"
         self.transcript.parent.mkdir(parents=True, exist_ok=True)
@@ -79,7 +84,7 @@ class SimulatedHost:
         """The agent runs a Bash command in this turn."""
         call = str(uuid.uuid4())
         block = {"type": "tool_use", "id": call, "name": "Bash", "input": {"command": command}}
-        self._append({"type": "assistant", "message": {"role": "assistant", "content": [block]}})
+        self._assistant([block])
         result = {"type": "tool_result", "tool_use_id": call, "content": output}
         self._append(
             {
@@ -91,12 +96,13 @@ class SimulatedHost:
 
     def reply(self, text: str) -> None:
         self.last_message = text
-        self._append(
-            {
-                "type": "assistant",
-                "message": {"role": "assistant", "content": [{"type": "text", "text": text}]},
-            }
-        )
+        self._assistant([{"type": "text", "text": text}])
+
+    def _assistant(self, content: list[dict[str, Any]]) -> None:
+        message = {"id": f"msg_{uuid.uuid4().hex}", "role": "assistant", "content": content}
+        if self.usage is not None:
+            message["usage"] = self.usage
+        self._append({"type": "assistant", "message": message})
 
     def payload(self, **changes: Any) -> dict[str, Any]:
         data: dict[str, Any] = {

@@ -47,6 +47,17 @@ def test_env_overrides_win(tmp_path: Path) -> None:
     assert (config.mode, config.max_iterations, config.wall_clock) == ("off", 7, 3600.0)
 
 
+def test_token_budget_from_the_file_or_the_environment(tmp_path: Path) -> None:
+    assert load(tmp_path, "", {}).max_tokens is None
+    assert load(tmp_path, "ladder: {max_tokens: 2000000}\n", {}).max_tokens == 2_000_000
+    env = {"AGENTCFG_MAX_TOKENS": "500000"}
+    assert load(tmp_path, "ladder: {max_tokens: 2000000}\n", env).max_tokens == 500_000
+    for bad in ("0", "-5", "lots", "true", "1.5"):
+        config = load(tmp_path, f"ladder: {{max_tokens: {bad}}}\n", {})
+        assert config.max_tokens is None
+        assert [p.split(":")[0] for p in config.problems] == ["ladder.max_tokens"]
+
+
 def test_invalid_values_fall_back_to_defaults_and_are_reported(tmp_path: Path) -> None:
     config = load(
         tmp_path,

@@ -30,12 +30,14 @@ def sessions() -> None:
 @session_option
 @click.option("--max-iterations", callback=count, help="This run's iteration cap.")
 @click.option("--wall-clock", callback=duration, help="This run's time cap, e.g. 2h.")
+@click.option("--max-tokens", type=click.IntRange(min=1), help="This run's token budget.")
 def claim_command(
     slug: str,
     force: bool,
     session: str | None,
     max_iterations: int | None,
     wall_clock: float | None,
+    max_tokens: int | None,
 ) -> None:
     """Bind this session to roadmaps/<SLUG>.md and start a fresh run.
 
@@ -49,7 +51,13 @@ def claim_command(
     session_id = claims.find_session(session, os.environ, session_env())
     if session_id is None:
         pending = controls.claim_pending(
-            ws, slug, now=now(), force=force, max_iterations=max_iterations, wall_clock=wall_clock
+            ws,
+            slug,
+            now=now(),
+            force=force,
+            max_iterations=max_iterations,
+            wall_clock=wall_clock,
+            max_tokens=max_tokens,
         )
         slug = pending.slug
         say(f"claimed roadmap `{slug}` for the session that shows {pending.token}")
@@ -66,6 +74,7 @@ def claim_command(
             force=force,
             max_iterations=max_iterations,
             wall_clock=wall_clock,
+            max_tokens=max_tokens,
         )
         slug = result.claim.slug
         for peer in result.displaced:
@@ -76,6 +85,8 @@ def claim_command(
     caps = [f"max {max_iterations} iterations"] if max_iterations else []
     if wall_clock:
         caps.append(f"wall clock {format_duration(wall_clock)}")
+    if max_tokens:
+        caps.append(f"{max_tokens:,} tokens")
     if caps:
         say("budget: " + ", ".join(caps))
     mode = loading.status(slug, loading.load(ws, slug))["mode"]

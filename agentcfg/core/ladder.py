@@ -38,6 +38,8 @@ class RunState:
     halted: str | None = None  # the halt that ended the run: silent until a re-claim
     ended: str | None = None  # "complete" or "blocked": silent until open work appears
     paused: bool = False  # the person asked to pause: silent until they say go on
+    tokens: int | None = None  # tokens recorded on the run's events; None while none is known
+    mark: tuple[str, int] | None = None  # (transcript, offset) where the last recorded fire read to
 
     @classmethod
     def fresh(cls, now: float) -> RunState:
@@ -57,6 +59,8 @@ class RunState:
             "halted": self.halted,
             "ended": self.ended,
             "paused": self.paused,
+            "tokens": self.tokens,
+            "mark": None if self.mark is None else list(self.mark),
         }
 
     @classmethod
@@ -77,9 +81,12 @@ class RunState:
             isinstance(data.get("halted"), (str, type(None))),
             isinstance(data.get("ended"), (str, type(None))),
             isinstance(data.get("paused", False), bool),
+            data.get("tokens") is None or _count(data["tokens"]),
+            data.get("mark") is None or _mark(data["mark"]),
         )
         if not all(checks) or started is None:
             return None
+        mark = data.get("mark")
         return cls(
             started,
             data["iterations"],
@@ -91,15 +98,26 @@ class RunState:
             data["halted"],
             data.get("ended"),
             data.get("paused", False),
+            data.get("tokens"),
+            None if mark is None else (mark[0], mark[1]),
         )
 
 
-# fields a run state written before `ended` and `paused` existed may lack
-_FIELDS = frozenset(RunState.__dataclass_fields__) - {"ended", "paused"}
+# fields a run state written before they existed may lack
+_FIELDS = frozenset(RunState.__dataclass_fields__) - {"ended", "paused", "tokens", "mark"}
 
 
 def _count(value: object) -> bool:
     return type(value) is int and value >= 0
+
+
+def _mark(value: object) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) == 2
+        and isinstance(value[0], str)
+        and _count(value[1])
+    )
 
 
 @dataclass(frozen=True)
@@ -107,6 +125,7 @@ class Caps:
     max_iterations: int = MAX_ITERATIONS
     wall_clock: float = WALL_CLOCK
     stall_window: int = STALL_WINDOW
+    max_tokens: int | None = None
 
 
 def clamp(name: str, value: float) -> tuple[float, str | None]:
@@ -136,6 +155,7 @@ class Fire:
     background: bool = False  # the host reports background tasks still running
     person: str | None = None  # the person's latest prompt asks to "pause" or to "resume"
     shadow: bool = False  # config mode: shadow
+    tokens: int | None = None  # the run's recorded tokens with this fire's; None: none known
 
     @property
     def open(self) -> int:
@@ -155,6 +175,7 @@ class Decision:
 # human turn), this fire and the caps. A new budget is a line here.
 HALTS: tuple[tuple[str, Callable[[RunState, Fire, Caps], bool]], ...] = (
     ("halt-max-iterations", lambda run, fire, caps: run.iterations >= caps.max_iterations),
+    ("halt-token-budget", lambda run, fire, caps: _over(fire.tokens, caps.max_tokens)),
     ("halt-wall-clock", lambda run, fire, caps: fire.now - run.started_at >= caps.wall_clock),
     (
         "halt-stall",
@@ -232,6 +253,10 @@ def fingerprint(fire: Fire) -> str:
         from hashlib import sha256
     ids = "\n".join(sorted(fire.open_ids or ()))
     return f"{fire.open}:{sha256(ids.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
+
+
+def _over(tokens: int | None, budget: int | None) -> bool:
+    return tokens is not None and budget is not None and tokens >= budget
 
 
 def _duplicate(run: RunState, fire: Fire) -> bool:

@@ -117,6 +117,11 @@ NOTES = {
         "To go on, have the agent claim it again: `agentcfg sessions claim {slug}` "
         "(`--max-iterations N` sets a larger cap)."
     ),
+    "halt-token-budget": (
+        "agentcfg: roadmap `{slug}` stopped: it has spent its budget of {max_tokens} tokens "
+        "({open}). To go on, have the agent claim it again: `agentcfg sessions claim {slug}` "
+        "(`--max-tokens N` sets a larger budget)."
+    ),
     "halt-wall-clock": (
         "agentcfg: roadmap `{slug}` stopped: its wall clock of {wall_clock} is spent ({open}). "
         "To go on, have the agent claim it again: `agentcfg sessions claim {slug}` "
@@ -149,6 +154,7 @@ def note(event: str, slug: str, open_count: int, caps: Caps, problem: str = "") 
         open=plural(open_count, "open step"),
         max_iterations=plural(caps.max_iterations, "iteration"),
         wall_clock=format_duration(caps.wall_clock),
+        max_tokens=f"{caps.max_tokens:,}" if caps.max_tokens else "no",
         stall_window=caps.stall_window,
         problem=clip(problem or "it is not there", 160).replace("\n", " "),
     )

@@ -15,6 +15,8 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
     from pathlib import Path
     from typing import Any, Protocol
 
+    from agentcfg.transcript import Spent
+
     class Host(Protocol):
         """One agent host: its payload, its answers, its config file and its doctor checks."""
 
@@ -64,6 +66,7 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
             go further; None when the host has no such cap."""
 
         def plugin(self, root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None: ...
+        def usage_since(self, path: str, start: int | None) -> Spent: ...
 
 
 HOOK_TIMEOUT = 30  # seconds a host waits on the hook; the stop chain itself gives up after 3

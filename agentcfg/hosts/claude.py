@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from agentcfg.hosts.base import Answer, Finding, Plugin, Probe, StopEvent, TrustEdit
+    from agentcfg.transcript import Spent, Usage
 
 NAME = "claude"
 TITLE = "Claude Code"
@@ -165,3 +166,35 @@ def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:
         if on:
             return Plugin(path, f"claude plugin uninstall {key} --scope {scope}")
     return None
+
+
+def usage_since(path: str, start: int | None) -> Spent:
+    """Tokens spent since offset `start` (None: since the human turn began): each assistant
+    message's `usage`, which Claude Code copies onto every line of a message."""
+    from agentcfg.transcript import NOT_READ, Spent, human_line, per_message, read_segment
+
+    segment = read_segment(path, start, human_line)
+    if segment is None:
+        return NOT_READ
+    usage = per_message(segment, _message_usage) if segment.lines is not None else None
+    return Spent(usage, segment.end)
+
+
+def _message_usage(line: bytes) -> tuple[object, Usage | None] | None:
+    from agentcfg.transcript import Usage, count, load
+
+    if b'"assistant"' not in line:
+        return None
+    record = load(line)
+    message = record.get("message")
+    if record.get("type") != "assistant" or not isinstance(message, dict):
+        return None
+    usage = message.get("usage")
+    if not isinstance(usage, dict):
+        return message.get("id"), None
+    return message.get("id"), Usage(
+        input=count(usage.get("input_tokens")),
+        output=count(usage.get("output_tokens")),
+        cache_read=count(usage.get("cache_read_input_tokens")),
+        cache_write=count(usage.get("cache_creation_input_tokens")),
+    )

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from agentcfg.hosts.base import Answer, Finding, Plugin, Probe, StopEvent, TrustEdit
+    from agentcfg.transcript import Spent, Usage
 
 NAME = "codex"
 TITLE = "Codex CLI"
@@ -321,3 +322,53 @@ def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:
         if key.partition("@")[0] == PLUGIN and enabled is not False:
             return Plugin(path, f"codex plugin remove {key}")
     return None
+
+
+def usage_since(path: str, start: int | None) -> Spent:
+    """Tokens spent since offset `start` (None: since the turn began): the growth of the last
+    cumulative `total_token_usage` of `token_count` events across the segment."""
+    from agentcfg.transcript import NOT_READ, Spent, read_segment
+
+    segment = read_segment(path, start, lambda line: b'"task_started"' in line)
+    if segment is None:
+        return NOT_READ
+    if segment.lines is None:
+        return Spent(None, segment.end)
+    before = _last_total(segment.before)
+    after = _last_total(segment.lines) or before
+    if before is None and not segment.whole and after is not None:
+        return Spent(None, segment.end)  # the baseline lies beyond the tail
+    return Spent(_growth(before or {}, after or {}), segment.end)
+
+
+_PARTS = ("input_tokens", "cached_input_tokens", "cache_write_input_tokens", "output_tokens")
+
+
+def _last_total(lines: list[bytes]) -> dict[str, int] | None:
+    from agentcfg.transcript import count, load
+
+    for line in reversed(lines):
+        if b'"token_count"' not in line:
+            continue
+        payload = load(line).get("payload")
+        info = payload.get("info") if isinstance(payload, dict) else None
+        total = info.get("total_token_usage") if isinstance(info, dict) else None
+        if isinstance(total, dict):
+            return {part: count(total.get(part)) for part in _PARTS}
+    return None
+
+
+def _growth(before: dict[str, int], after: dict[str, int]) -> Usage | None:
+    from agentcfg.transcript import Usage
+
+    grew = {part: after.get(part, 0) - before.get(part, 0) for part in _PARTS}
+    if any(n < 0 for n in grew.values()):
+        return None  # the running total went back: not the same thread's count
+    # `input_tokens` includes the cached and cache-written parts; `output_tokens` the reasoning
+    cached, written = grew["cached_input_tokens"], grew["cache_write_input_tokens"]
+    return Usage(
+        input=max(0, grew["input_tokens"] - cached - written),
+        output=grew["output_tokens"],
+        cache_read=cached,
+        cache_write=written,
+    )

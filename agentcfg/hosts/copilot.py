@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from agentcfg.hosts.base import Answer, Finding, Plugin, Probe, StopEvent, TrustEdit
+    from agentcfg.transcript import Spent
 
 NAME = "copilot"
 TITLE = "Copilot CLI"
@@ -204,3 +205,9 @@ def block_cap(root: Path, home: Path, env: Mapping[str, str]) -> tuple[int, str]
 
 def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:
     return None  # we ship no Copilot CLI plugin: `hooks install` is the only route
+
+
+def usage_since(path: str, start: int | None) -> Spent:
+    from agentcfg.transcript import NOT_READ
+
+    return NOT_READ  # unknown: no captured Copilot CLI events file shows where it records usage

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from agentcfg.hosts.base import Answer, Finding, Plugin, Probe, StopEvent, TrustEdit
+    from agentcfg.transcript import Spent
 
 NAME = "cursor"
 TITLE = "Cursor"
@@ -157,3 +158,9 @@ def block_cap(root: Path, home: Path, env: Mapping[str, str]) -> tuple[int, str]
 
 def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:
     return None  # we ship no Cursor plugin: `hooks install` is the only route
+
+
+def usage_since(path: str, start: int | None) -> Spent:
+    from agentcfg.transcript import NOT_READ
+
+    return NOT_READ  # Cursor's transcript records no token usage

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from agentcfg.hosts.base import Answer, Finding, Plugin, Probe, StopEvent, TrustEdit
+    from agentcfg.transcript import Spent, Usage
 
 NAME = "gemini"
 TITLE = "Gemini CLI"
@@ -266,3 +267,53 @@ def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:
     if not folder.is_dir():
         return None
     return Plugin(folder, f"gemini extensions uninstall {PLUGIN}")
+
+
+def usage_since(path: str, start: int | None) -> Spent:
+    """Tokens spent since offset `start` (None: since the person's prompt): each model message's
+    `tokens`, counted once though Gemini writes a message again as it grows."""
+    from agentcfg.transcript import NOT_READ, Spent, per_message, read_segment
+
+    segment = read_segment(path, start, _prompt_line)
+    if segment is None:
+        return NOT_READ
+    usage = per_message(segment, _message_usage) if segment.lines is not None else None
+    return Spent(usage, segment.end)
+
+
+def _prompt_line(line: bytes) -> bool:
+    """A message the person wrote: a user message with text that is none of our own texts."""
+    from agentcfg.transcript import load
+
+    if b'"user"' not in line:
+        return False
+    record = load(line)
+    content = record.get("content")
+    first = content[0] if isinstance(content, list) and content else None
+    words = first.get("text") if isinstance(first, dict) else None
+    return (
+        record.get("type") == "user"
+        and isinstance(words, str)
+        and not words.lstrip().startswith((*OWN_TEXTS, "<session_context>"))
+    )
+
+
+def _message_usage(line: bytes) -> tuple[object, Usage | None] | None:
+    from agentcfg.transcript import Usage, count, load
+
+    if b'"gemini"' not in line:
+        return None
+    record = load(line)
+    if record.get("type") != "gemini":
+        return None
+    tokens = record.get("tokens")
+    if not isinstance(tokens, dict):
+        return record.get("id"), None
+    # `input` includes the cached part; tool-use prompts and thoughts are counted beside them
+    cached = count(tokens.get("cached"))
+    return record.get("id"), Usage(
+        input=max(0, count(tokens.get("input")) - cached) + count(tokens.get("tool")),
+        output=count(tokens.get("output")) + count(tokens.get("thoughts")),
+        cache_read=cached,
+        cache_write=0,  # Gemini's context cache is not written by a request: nothing to count
+    )

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from agentcfg.hosts.base import Answer, Finding, Plugin, Probe, StopEvent, TrustEdit
+    from agentcfg.transcript import Spent
 
 NAME = "opencode"
 TITLE = "OpenCode"
@@ -198,3 +199,9 @@ def _ours(document: Mapping[str, Any]) -> bool:
 
 def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:
     return None  # `hooks install` writes our OpenCode plugin itself: there is no second route
+
+
+def usage_since(path: str, start: int | None) -> Spent:
+    from agentcfg.transcript import NOT_READ
+
+    return NOT_READ  # unknown: OpenCode keeps its messages in a database, not in a transcript file

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from agentcfg.hosts.base import Answer, Finding, Plugin, Probe, StopEvent, TrustEdit
+    from agentcfg.transcript import Spent
 
 NAME = "qwen"
 TITLE = "Qwen Code"
@@ -181,3 +182,9 @@ def _capped(value: float) -> int:
 
 def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:
     return None  # we ship no Qwen Code plugin: `hooks install` is the only route
+
+
+def usage_since(path: str, start: int | None) -> Spent:
+    from agentcfg.transcript import NOT_READ
+
+    return NOT_READ  # unknown: no captured Qwen Code session file shows where it records usage

@@ -19,7 +19,7 @@ from agentcfg.core.roadmap import Roadmap, Scan, scan
 from agentcfg.errors import AgentcfgError
 from agentcfg.hosts.base import StopEvent
 from agentcfg.paths import session_key, sha256_hex
-from agentcfg.transcript import TurnInfo, read_tail, read_turn
+from agentcfg.transcript import Spent, TurnInfo, read_tail, read_turn
 from agentcfg.workspace import Workspace
 
 
@@ -146,7 +146,17 @@ class HookContext:
             claim.max_iterations if claim and claim.max_iterations else self.config.max_iterations,
             claim.wall_clock if claim and claim.wall_clock else self.config.wall_clock,
             self.config.stall_window,
+            claim.max_tokens if claim and claim.max_tokens else self.config.max_tokens,
         )
+
+    def spent_since(self, mark: tuple[str, int] | None) -> Spent:
+        """What this fire's segment of the transcript cost: from `mark`, where the run's last
+        recorded fire read to, or from the start of the human turn when the mark is elsewhere."""
+        from agentcfg.hosts.registry import adapter
+
+        path = self.event.transcript_path
+        start = mark[1] if mark is not None and mark[0] == path else None
+        return adapter(self.event.host).usage_since(path, start)
 
     def refusal_path(self) -> Path:
         return self.ws.state / "refusals" / f"{self.key}.json"

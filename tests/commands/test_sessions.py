@@ -54,6 +54,8 @@ def test_claim_output(ws: Path, clock: list[float], snapshot: SnapshotAssertion)
         "5",
         "--wall-clock",
         "90m",
+        "--max-tokens",
+        "2000000",
     )
     again = run_cli("sessions", "claim", "manual", "--session", "s1")
     assert (first.output, again.output) == snapshot
@@ -195,7 +197,7 @@ def test_symlink_escape_and_non_roadmap_are_refused(ws: Path, tmp_path: Path) ->
 
 
 def test_bad_budget_is_a_usage_error(ws: Path) -> None:
-    for option in (["--wall-clock", "soon"], ["--max-iterations", "0"]):
+    for option in (["--wall-clock", "soon"], ["--max-iterations", "0"], ["--max-tokens", "0"]):
         result = run_cli("sessions", "claim", "demo", "--session", "s1", *option)
         assert result.exit_code == 2
     assert not (ws / "state" / "claims").exists()

@@ -219,6 +219,33 @@ def test_stall_compares_the_open_steps_not_their_count() -> None:
     assert events == ["engage", "engage", "engage", "halt-stall", None]
 
 
+@pytest.mark.parametrize(
+    ("budget", "tokens", "event"),
+    [
+        (None, 10**9, "engage"),  # no budget set
+        (1000, None, "engage"),  # no tokens known
+        (1000, 999, "engage"),
+        (1000, 1000, "halt-token-budget"),  # reached exactly
+        (1000, 5000, "halt-token-budget"),
+    ],
+)
+def test_token_budget(budget: int | None, tokens: int | None, event: str) -> None:
+    d = decide(engaged(), fire(reply="r2", tokens=tokens), replace(CAPS, max_tokens=budget))
+    assert d.event == event
+    assert d.state is not None and d.block == (event == "engage")
+    assert d.state.halted == (None if event == "engage" else event)
+
+
+def test_token_budget_sits_beside_the_other_caps() -> None:
+    caps = replace(CAPS, max_tokens=100)
+    spent = fire(reply="r2", tokens=100)
+    assert decide(engaged(iterations=25), spent, caps).event == "halt-max-iterations"
+    late = replace(spent, now=T0 + CAPS.wall_clock)
+    assert decide(engaged(), late, caps).event == "halt-token-budget"
+    assert decide(engaged(), replace(spent, open_ids=frozenset()), caps).event == "complete"
+    assert decide(engaged(), replace(spent, question=True), caps).event == "handback-question"
+
+
 def test_new_human_turn_clears_stall_history_but_not_the_counters() -> None:
     d = decide(engaged(history=(S, S, S), iterations=5), fire(turn="t2", reply="r2"), CAPS)
     assert d.event == "engage"
@@ -243,11 +270,14 @@ def test_shadow_mode_would_engage_without_counting() -> None:
 
 
 def test_run_state_json_round_trip_and_validation() -> None:
-    run = engaged(history=(S, "x"), halted="halt-stall", ended="complete", paused=True)
+    run = engaged(history=(S, "x"), halted="halt-stall", ended="complete", paused=True,
+                  tokens=1234, mark=("/t.jsonl", 99))  # fmt: skip
     assert RunState.from_json(run.to_json()) == run
-    older = {k: v for k, v in run.to_json().items() if k not in ("ended", "paused")}
+    older = {
+        k: v for k, v in run.to_json().items() if k not in ("ended", "paused", "tokens", "mark")
+    }
     assert RunState.from_json({**older, "history": [3, 3]}) == replace(
-        run, history=("3", "3"), ended=None, paused=False
+        run, history=("3", "3"), ended=None, paused=False, tokens=None, mark=None
     )  # a run state from before open-step fingerprints: counts never match one
     for bad in (
         {**run.to_json(), "iterations": -1},
@@ -257,6 +287,11 @@ def test_run_state_json_round_trip_and_validation() -> None:
         {**run.to_json(), "started_at": "yesterday"},
         {**run.to_json(), "started_at": True},
         {k: v for k, v in run.to_json().items() if k != "halted"},
+        {**run.to_json(), "tokens": -1},
+        {**run.to_json(), "tokens": 1.5},
+        {**run.to_json(), "mark": ["/t.jsonl"]},
+        {**run.to_json(), "mark": ["/t.jsonl", -1]},
+        {**run.to_json(), "mark": "/t.jsonl:99"},
     ):
         assert RunState.from_json(bad) is None
 
@@ -339,3 +374,21 @@ def test_a_cut_short_run_is_recorded_even_when_the_next_decision_allows() -> Non
     assert not decide(d.state, fire(turn="t2", reply="r3"), CAPS).cut_short
     assert not decide(engaged(halted="halt-stall"), fire(turn="t2"), CAPS).cut_short
     assert not decide(engaged(), fire(turn=""), CAPS).cut_short  # no turn id: no new turn
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 400), st.sampled_from(["r1", "r2", "r3"])), max_size=60),
+    st.integers(1, 2000),
+)
+def test_no_engagement_once_the_token_budget_is_spent(
+    fires: list[tuple[int, str]], budget: int
+) -> None:
+    caps = Caps(max_iterations=1000, wall_clock=1e9, stall_window=1000, max_tokens=budget)
+    run, tokens = RunState.fresh(0.0), 0
+    for n, (spent, reply) in enumerate(fires):
+        tokens += spent
+        d = decide(run, fire(reply=reply, now=float(n), tokens=tokens), caps)
+        if tokens >= budget:  # a duplicate fire may still repeat the last text, uncounted
+            assert d.event in ("halt-token-budget", None)
+        run = d.state

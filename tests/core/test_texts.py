@@ -95,7 +95,8 @@ def test_the_unproven_step_refusal_quotes_the_step_for_the_shell() -> None:
 
 @pytest.mark.parametrize("event", sorted(NOTES))
 def test_the_lines_the_person_is_told(event: str, snapshot: SnapshotAssertion) -> None:
-    text = note(event, "demo", 3, Caps(25, 4 * 3600.0, 3), problem="roadmaps/demo.md: not UTF-8")
+    caps = Caps(25, 4 * 3600.0, 3, max_tokens=2_000_000)
+    text = note(event, "demo", 3, caps, problem="roadmaps/demo.md: not UTF-8")
     assert text.startswith("agentcfg: roadmap `demo` ")
     assert "\n" not in text and len(text) < 300  # one line
     assert text == snapshot

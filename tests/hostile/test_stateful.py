@@ -24,6 +24,7 @@ from agentcfg.stop.hook import decide
 from agentcfg.workspace import Workspace
 
 MAX_ITERATIONS = 4
+MAX_TOKENS = 250
 ROADMAP = """---
 execution: {mode: autonomous}
 ---
@@ -45,10 +46,15 @@ class Fires(RuleBasedStateMachine):
         self.roadmap = self.folder / "roadmaps" / "r.md"
         self.roadmap.write_text(ROADMAP)
         self.ws = Workspace(self.folder)
-        self.config = Config(max_iterations=MAX_ITERATIONS, wall_clock=7200.0)
+        self.config = Config(
+            max_iterations=MAX_ITERATIONS, wall_clock=7200.0, max_tokens=MAX_TOKENS
+        )
         self.now = 1_000_000.0
         self.turn = 1
         self.prompt = "Work the roadmap."
+        self.transcript = self.folder / "transcript.jsonl"
+        self.written = 0  # tokens the model reported in the transcript
+        self.write({"type": "user", "message": {"content": "go"}})
         self.claim()
 
     def teardown(self) -> None:
@@ -62,6 +68,13 @@ class Fires(RuleBasedStateMachine):
         self.halted = False
         self.paused = False  # a re-claim ends a pause (a "stop" still standing pauses again)
         self.outcomes: list[str] = []  # the outcomes written in this run, in order
+        self.recorded = 0  # tokens the ledger recorded for this run
+
+    def write(self, record: dict[str, object]) -> None:
+        import json
+
+        with self.transcript.open("a") as handle:
+            handle.write(json.dumps(record) + "\n")
 
     @rule(
         reply=st.integers(0, 3),
@@ -73,7 +86,7 @@ class Fires(RuleBasedStateMachine):
         event = StopEvent(
             "s",
             f"t{self.turn}",
-            "",
+            str(self.transcript),
             str(self.folder),
             f"{message} #{reply}",
             False,
@@ -88,7 +101,11 @@ class Fires(RuleBasedStateMachine):
         counts = scan(parse_roadmap(self.roadmap.read_text())).counts if present else None
         before = len(self.ledger())
         verdict = decide(HookContext(event, self.ws, self.config, {}, self.now))
-        new = [e["event"] for e in self.ledger()[before:]]
+        added = self.ledger()[before:]
+        new = [e["event"] for e in added]
+        self.recorded += sum(e["tokens"]["total"] for e in added if e.get("tokens"))
+        if "engage" in new:
+            assert self.recorded < MAX_TOKENS, "engaged with the token budget spent"
         continued = verdict.blocks and verdict.source == "run-continuation"
         if "engage" in new or continued:
             assert not self.halted, "a halted run blocked again"
@@ -125,12 +142,20 @@ class Fires(RuleBasedStateMachine):
     def human_turn(self, prompt: str) -> None:
         self.turn += 1
         self.prompt = prompt
+        self.write({"type": "user", "message": {"content": prompt}})
         self.paused = self.paused and prompt != "go on"
 
     @rule()
     def roadmap_vanishes(self) -> None:
         if self.roadmap.exists():
             self.roadmap.unlink()
+
+    @rule(cost=st.integers(0, 100))
+    def model_call(self, cost: int) -> None:
+        usage = {"input_tokens": cost // 2, "output_tokens": cost - cost // 2}
+        self.write({"type": "assistant", "message": {"id": f"m{self.written}-{cost}",
+                                                     "content": [], "usage": usage}})  # fmt: skip
+        self.written += cost
 
     @rule(seconds=st.floats(0, 3 * 3600))
     def clock_jump(self, seconds: float) -> None:
@@ -143,6 +168,7 @@ class Fires(RuleBasedStateMachine):
     @invariant()
     def bounded(self) -> None:
         assert self.blocks <= 3 * MAX_ITERATIONS
+        assert self.recorded <= self.written, "a model call was recorded twice"
 
     def ledger(self) -> list[dict[str, object]]:
         import json

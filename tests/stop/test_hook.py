@@ -417,3 +417,59 @@ def test_the_click_route_to_the_hook_answers_like_the_lean_one(ws: Path) -> None
     result = CliRunner().invoke(cli, ["hook", "stop", "--host", "codex"], input=b"not json")
     assert (result.exit_code, result.output) == (0, "")
     assert "Read one stop payload" in run_cli("hook", "stop", "--help").output
+
+
+SPEND = {"input_tokens": 30, "output_tokens": 200, "cache_read_input_tokens": 5000,
+         "cache_creation_input_tokens": 770}  # fmt: skip
+PER_MESSAGE = {"input": 30, "output": 200, "cache_read": 5000, "cache_write": 770, "total": 6000}
+
+
+def test_each_recorded_fire_carries_the_tokens_of_its_segment(ws: Path) -> None:
+    host = SimulatedHost(ws, usage=SPEND)
+    host.human("work the roadmap")
+    host.claim("demo")  # one model message (the tool call) so far
+    host.reply("Claimed.")
+    first = host.fire(feedback=False)
+    host.fire()  # a second fire of the same reply: uncounted, records nothing
+    host.agentcfg("roadmap", "done", "demo", str(first.next_step))
+    host.reply("Closed it.")
+    host.fire()
+    host.reply("Thinking.")
+    host.reply("Still thinking.")
+    read_to = host.transcript.stat().st_size  # the fire's feedback lands after this
+    host.fire()
+    recorded = [(e["event"], e["tokens"]) for e in ledger(ws) if "tokens" in e]
+    twice = {k: 2 * v for k, v in PER_MESSAGE.items()}
+    assert recorded == [("engage", twice), ("engage", twice), ("engage", twice)]
+    run = json.loads(run_file(ws, host.session_id).read_text())
+    assert run["tokens"] == 36000
+    assert run["mark"] == [str(host.transcript), read_to]
+
+
+def test_the_token_budget_halts_the_run(ws: Path) -> None:
+    host = SimulatedHost(ws, usage=SPEND)
+    host.human("go")
+    host.claim("demo", "--max-tokens", "20000")
+    codes = []
+    for n in range(4):
+        host.reply(f"attempt {n}")
+        codes.append(host.fire().exit_code)
+    # 12,000 at the first fire (two messages), then 6,000 a fire: 18,000, then 24,000 halts
+    assert codes == [2, 2, 0, 0]
+    assert events(ws) == ["engage", "engage", "halt-token-budget"]
+    assert [e["tokens"]["total"] for e in ledger(ws)] == [12000, 6000, 6000]
+    claimed = ledger(ws, claims=True)[0]
+    assert (claimed["event"], claimed["max_tokens"]) == ("claimed", 20000)
+
+
+def test_config_sets_the_token_budget_and_unknown_usage_is_null(ws: Path) -> None:
+    (ws / "agentcfg.yaml").write_text("ladder: {max_tokens: 1}\n")
+    host = started(ws)  # this host's messages carry no usage: nothing is known, nothing halts
+    host.reply("Working.")
+    assert host.fire().exit_code == 2
+    assert [(e["event"], e["tokens"]) for e in ledger(ws)] == [("engage", None)]
+    assert json.loads(run_file(ws, host.session_id).read_text())["tokens"] is None
+    host.usage = SPEND
+    host.reply("Working harder.")
+    assert host.fire().exit_code == 0
+    assert events(ws) == ["engage", "halt-token-budget"]

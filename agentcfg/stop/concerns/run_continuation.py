@@ -72,23 +72,34 @@ class RunContinuation:
                 state.write_json(path, halted.to_json())  # OSError: allow, above
                 return self._told(ctx, claim, "halt-state-unreadable", halted)
             run = found
-        decision = decide(run, fire, ctx.caps)
-        if decision.changed:
-            state.write_json(path, decision.state.to_json())  # OSError: allow, above
+        spent = ctx.spent_since(run.mark)
+        tokens = run.tokens
+        if spent.usage is not None:
+            tokens = (tokens or 0) + spent.usage.total
+        decision = decide(run, replace(fire, tokens=tokens), ctx.caps)
+        after = decision.state
+        if decision.event is not None and spent.end is not None:
+            # a recorded fire's tokens count once: the next segment starts where this one ends
+            after = replace(after, tokens=tokens, mark=(ctx.event.transcript_path, spent.end))
+        if after != run:
+            state.write_json(path, after.to_json())  # OSError: allow, above
         if decision.cut_short:
             ctx.log("cut-short", iterations=run.iterations, reply=run.last_reply)
         if decision.event is None and not decision.block:
             return ALLOW
+        usage = spent.usage.to_json() if spent.usage is not None else None
         if not decision.block:
-            return self._told(ctx, claim, decision.event or "", decision.state)
+            return self._told(ctx, claim, decision.event or "", after, usage)
         scanned = ctx.scan
         if decision.event is not None:
             step = {"step": scanned.next.id} if scanned and scanned.next else {}
-            ctx.log("engage", iterations=decision.state.iterations, reply=ctx.reply_key, **step)
+            ctx.log(
+                "engage", iterations=after.iterations, reply=ctx.reply_key, tokens=usage, **step
+            )
         counts = scanned.counts if scanned else None
         text = continuation(
             claim.slug, counts.open if counts else 0, counts.blocked if counts else 0,
-            scanned.next if scanned else None, decision.state.iterations,
+            scanned.next if scanned else None, after.iterations,
             ctx.caps.max_iterations,
         )  # fmt: skip
         return Verdict("block", text, self.name)
@@ -104,9 +115,17 @@ class RunContinuation:
         ctx.log("stopped", by=found.by, reply=ctx.reply_key)
         return Verdict("warn", stopped(found.slug, found.by), self.name)
 
-    def _told(self, ctx: HookContext, claim: Claim, event: str, run: RunState) -> Verdict:
-        """Record an allowing event; the verdict carries the line the person is told, if any."""
-        ctx.log(event, iterations=run.iterations, reply=ctx.reply_key)
+    def _told(
+        self,
+        ctx: HookContext,
+        claim: Claim,
+        event: str,
+        run: RunState,
+        tokens: dict[str, int] | None = None,
+    ) -> Verdict:
+        """Record an allowing event with the fire's tokens; the verdict carries the line the
+        person is told, if any."""
+        ctx.log(event, iterations=run.iterations, reply=ctx.reply_key, tokens=tokens)
         open_count = ctx.scan.counts.open if ctx.scan else 0
         line = note(event, claim.slug, open_count, ctx.caps, ctx.problem or "")
         return Verdict("allow", line, self.name)
