@@ -54,12 +54,14 @@ def render(data: dict[str, Any]) -> str:
         if shown < data["runs"]:
             out.append(f"the newest {shown} runs:")
         out.append(f"{'run':<9} {'roadmap':<16} {'started':<17} {'engaged':>7} {'closed':>6}  "
-                   f"{'outcome':<20} {'wall':>6}  burndown")  # fmt: skip
+                   f"{'outcome':<20} {'wall':>6} {'tokens':>7} {'waste':>7}  burndown")  # fmt: skip
         for row in data["rows"]:
+            spent = row["tokens"]
             out.append(
                 f"{row['run'][:8]:<9} {row['slug'][:16]:<16} {row['started'][:16].replace('T', ' '):<17} "
                 f"{row['engagements']:>7} {row['closed']:>6}  {row['outcome']:<20} "
-                f"{format_duration(row['wall_seconds']):>6}  {reports.sparkline(row['burndown'])}"
+                f"{format_duration(row['wall_seconds']):>6} {_short(spent['total']):>7} "
+                f"{_short(spent['waste']):>7}  {reports.sparkline(row['burndown'])}"
             )
     per = data["steps_closed_per_engagement"]
     out += [
@@ -78,8 +80,39 @@ def render(data: dict[str, Any]) -> str:
         f"  paused by the person   {data['paused']:<6} released: {data['released']['total']}"
         f" ({data['released']['inside_session']} from inside the claimed session)",
         f"  verified {data['verified']}, marked done {data['marked_done']}, errors {data['errors']}",
+        *_money(data["tokens"]),
     ]
     return "\n".join(out)
+
+
+def _money(spent: dict[str, Any]) -> list[str]:
+    if spent["total"] is None:
+        return ["  tokens                 unknown: no fire recorded what it cost"]
+    per = spent["per_step_closed"]
+    lines = [
+        f"  tokens                 {spent['total']:,}"
+        + (f" ({per:,} per step closed)" if per is not None else "")
+        + f", {spent['waste']:,} in engagements that closed nothing"
+        + (f"; {plural(spent['unknown'], 'fire')} with tokens unknown" if spent["unknown"] else "")
+    ]
+    top, where = spent["costliest"], spent["costliest_run"]
+    if top is not None and where is not None:
+        step = f" (step {top['step']})" if top["step"] else ""
+        lines.append(
+            f"  costliest engagement   {top['tokens']:,}: run {where['run'][:8]} "
+            f"`{where['slug']}`, engagement {top['engagement']}{step}"
+        )
+    return lines
+
+
+def _short(tokens: int | None) -> str:
+    """A token count in at most 6 characters: 950, 12.3k, 4.1M; "-" when unknown."""
+    if tokens is None:
+        return "-"
+    for size, unit in ((1_000_000_000, "G"), (1_000_000, "M"), (1_000, "k")):
+        if tokens >= size:
+            return f"{tokens / size:.1f}{unit}"
+    return str(tokens)
 
 
 def _counts(counter: dict[str, int]) -> str:

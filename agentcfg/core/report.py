@@ -23,6 +23,7 @@ ENDINGS = (
     "paused",
     "released",
     "halt-max-iterations",
+    "halt-token-budget",
     "halt-wall-clock",
     "halt-stall",
     "halt-roadmap-absent",
@@ -32,6 +33,58 @@ ENDINGS = (
 OPEN_RUNS = 4096
 BURNDOWN_POINTS = 64
 SPARKS = "▁▂▃▄▅▆▇█"
+
+
+@dataclass(frozen=True)
+class Engagement:
+    """What one continuation cost: the tokens of the segment until the next recorded fire."""
+
+    number: int  # the run's n-th engagement
+    step: str | None  # the step it named
+    tokens: int | None  # None: the host's transcript did not tell
+    closed: int  # steps closed before the next fire
+
+    @property
+    def wasted(self) -> bool:
+        return self.closed == 0 and self.tokens is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"engagement": self.number, "step": self.step, "tokens": self.tokens,
+                "closed": self.closed}  # fmt: skip
+
+
+@dataclass
+class Spending:
+    """Tokens recorded on ledger events, and what the engagements among them achieved."""
+
+    total: int | None = None  # None while no event told its tokens
+    unknown: int = 0  # events whose tokens the host did not tell
+    waste: int = 0  # tokens of engagements that closed nothing
+    costliest: Engagement | None = None
+
+    def add(self, tokens: int | None) -> None:
+        if tokens is None:
+            self.unknown += 1
+        else:
+            self.total = (self.total or 0) + tokens
+
+    def charge(self, engagement: Engagement) -> None:
+        if engagement.tokens is None:
+            return
+        if engagement.wasted:
+            self.waste += engagement.tokens
+        if self.costliest is None or engagement.tokens > (self.costliest.tokens or 0):
+            self.costliest = engagement
+
+    def to_json(self, closed: int) -> dict[str, Any]:
+        per = self.total / closed if self.total is not None and closed else None
+        return {
+            "total": self.total,
+            "per_step_closed": None if per is None else round(per),
+            "waste": self.waste if self.total is not None else None,
+            "unknown": self.unknown,
+            "costliest": None if self.costliest is None else self.costliest.to_json(),
+        }
 
 
 @dataclass
@@ -50,6 +103,11 @@ class Run:
     burndown: collections.deque[int] = field(
         default_factory=lambda: collections.deque(maxlen=BURNDOWN_POINTS)
     )
+    spending: Spending = field(default_factory=Spending)
+    spend: collections.deque[Engagement] = field(
+        default_factory=lambda: collections.deque(maxlen=BURNDOWN_POINTS)
+    )
+    pending: tuple[int, str | None, int | None] | None = None  # an engagement awaiting its cost
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -62,6 +120,10 @@ class Run:
             "cut_short": self.cut_short,
             "wall_seconds": round(self.last - self.started, 3),
             "burndown": list(self.burndown),
+            "tokens": {
+                **self.spending.to_json(self.closed),
+                "engagements": [e.to_json() for e in self.spend],
+            },
         }
 
 
@@ -78,6 +140,8 @@ class Report:
     refusals: collections.Counter[str] = field(default_factory=collections.Counter)
     longest_streak: int = 0
     released_inside: int = 0  # releases the claimed session ran itself
+    spending: Spending = field(default_factory=Spending)
+    costliest_run: Run | None = None
     rows: list[Run] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -108,6 +172,12 @@ class Report:
             "verified": self.events["verified"],
             "marked_done": self.events["marked-done"],
             "errors": self.events["error"] + self.events["concern-error"],
+            "tokens": {
+                **self.spending.to_json(self.closed),
+                "costliest_run": None
+                if self.costliest_run is None
+                else {"run": self.costliest_run.run, "slug": self.costliest_run.slug},
+            },
             "rows": [run.to_json() for run in self.rows],
         }
 
@@ -206,6 +276,36 @@ def _apply(report: Report, run: Run, name: str, event: dict[str, Any], at: float
             run.burndown.append(open_count)
     elif name not in ("refused", "claimed", "deferred-quality-gate", "released"):
         run.streak = 0  # the agent was let go: the streak of re-engagements ends
+    if "tokens" in event:  # a fire of the run: its tokens paid for the segment since the last
+        _spend(report, run, name, event, open_count)
+
+
+def _spend(report: Report, run: Run, name: str, event: dict[str, Any], open_count: object) -> None:
+    tokens = _tokens(event["tokens"])
+    run.spending.add(tokens)
+    report.spending.add(tokens)
+    now_open = open_count if isinstance(open_count, int) else None
+    if run.pending is not None:
+        number, step, was_open = run.pending
+        closed = max(0, was_open - now_open) if was_open is not None and now_open is not None else 0
+        engagement = Engagement(number, step, tokens, closed)
+        run.spend.append(engagement)
+        run.spending.charge(engagement)
+        before = report.spending.costliest
+        report.spending.charge(engagement)
+        if report.spending.costliest is not before:
+            report.costliest_run = run
+    step = event.get("step")
+    run.pending = (
+        (run.engagements, step if isinstance(step, str) else None, now_open)
+        if name == "engage"
+        else None
+    )
+
+
+def _tokens(value: object) -> int | None:
+    total = value.get("total") if isinstance(value, dict) else None
+    return total if type(total) is int and total >= 0 else None
 
 
 def _finish(report: Report, finished: collections.deque[Run], run: Run) -> None:

@@ -78,6 +78,65 @@ def test_hand_made_ledger_figures() -> None:
     assert [r["cut_short"] for r in data["rows"] if r["run"] == "bbbb2222"] == [1]
 
 
+def spent(total: int | None) -> dict[str, int] | None:
+    return None if total is None else {"input": 1, "output": 2, "cache_read": total - 3,
+                                       "cache_write": 0, "total": total}  # fmt: skip
+
+
+# Each fire's tokens paid for the segment since the run's previous fire: the cost of the
+# engagement before it, if it followed one.
+TOKENED = [
+    line("claimed", "10:00:00", open=None),
+    line("engage", "10:00:10", open=3, step="1.1", tokens=spent(1000)),  # the person's turn
+    line("engage", "10:01:00", open=2, step="1.2", tokens=spent(5000)),  # #1 closed 1.1
+    line("engage", "10:02:00", open=2, step="1.2", tokens=spent(8000)),  # #2 closed nothing
+    line("refused", "10:03:00", open=2, detector="deference"),
+    line("deferred-quality-gate", "10:03:00", open=2, tokens=spent(2000)),  # #3 closed nothing
+    line("engage", "10:04:00", open=1, step="1.3", tokens=spent(3000)),  # after the gate's push
+    line("complete", "10:05:00", open=0, tokens=spent(4000)),  # #4 closed 1.3
+    line("claimed", "11:00:00", run="bbbb2222", slug="other", open=None),
+    line("engage", "11:00:05", run="bbbb2222", slug="other", open=2, step="1.1", tokens=None),
+    line("engage", "11:00:10", run="bbbb2222", slug="other", open=2, step="1.1", tokens=spent(600)),
+    line("halt-token-budget", "11:00:15", run="bbbb2222", slug="other", open=2,
+         tokens=spent(500)),
+]  # fmt: skip
+
+
+def test_tokens_per_run_per_step_waste_and_the_costliest_engagement() -> None:
+    data = report.build(TOKENED).to_json()
+    first, second = data["rows"]
+    assert first["tokens"] == {
+        "total": 23000, "per_step_closed": 7667, "waste": 10000, "unknown": 0,
+        "costliest": {"engagement": 2, "step": "1.2", "tokens": 8000, "closed": 0},
+        "engagements": [
+            {"engagement": 1, "step": "1.1", "tokens": 5000, "closed": 1},
+            {"engagement": 2, "step": "1.2", "tokens": 8000, "closed": 0},
+            {"engagement": 3, "step": "1.2", "tokens": 2000, "closed": 0},
+            {"engagement": 4, "step": "1.3", "tokens": 4000, "closed": 1},
+        ],
+    }  # fmt: skip
+    assert second["outcome"] == "halt-token-budget"
+    assert second["tokens"] == {
+        "total": 1100, "per_step_closed": None, "waste": 1100, "unknown": 1,
+        "costliest": {"engagement": 1, "step": "1.1", "tokens": 600, "closed": 0},
+        "engagements": [
+            {"engagement": 1, "step": "1.1", "tokens": 600, "closed": 0},
+            {"engagement": 2, "step": "1.1", "tokens": 500, "closed": 0},
+        ],
+    }  # fmt: skip
+    assert data["tokens"] == {
+        "total": 24100, "per_step_closed": 8033, "waste": 11100, "unknown": 1,
+        "costliest": {"engagement": 2, "step": "1.2", "tokens": 8000, "closed": 0},
+        "costliest_run": {"run": "aaaa1111", "slug": "demo"},
+    }  # fmt: skip
+
+
+def test_a_ledger_without_tokens_reports_them_unknown_not_zero() -> None:
+    data = report.build(HAND_MADE).to_json()
+    assert data["tokens"]["total"] is None and data["tokens"]["waste"] is None
+    assert all(row["tokens"]["total"] is None for row in data["rows"])
+
+
 def test_filters() -> None:
     assert report.build(HAND_MADE, slug="other").to_json()["runs"] == 1
     assert report.build(HAND_MADE, run="cccc").to_json()["runs"] == 1
@@ -106,6 +165,11 @@ def test_text_and_json_output(ws: Path, snapshot: SnapshotAssertion) -> None:
     assert text.exit_code == 0
     assert text.output == snapshot
     assert json.loads(run_cli("report", "--json").output) == snapshot
+
+
+def test_text_output_with_tokens(ws: Path, snapshot: SnapshotAssertion) -> None:
+    write_ledger(ws, TOKENED)
+    assert run_cli("report").output == snapshot
 
 
 def test_empty_and_absent_ledgers_are_friendly(ws: Path) -> None:
