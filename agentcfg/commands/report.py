@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -11,6 +12,7 @@ from agentcfg.commands import duration, emit_json, json_option, now, say, worksp
 from agentcfg.core import report as reports
 from agentcfg.core.texts import plural
 from agentcfg.core.times import format_duration
+from agentcfg.errors import AgentcfgError
 
 
 @click.command("report")
@@ -20,11 +22,22 @@ from agentcfg.core.times import format_duration
 @click.option(
     "--limit", default=20, show_default=True, type=click.IntRange(1, 1000), help="Runs listed."
 )
+@click.option(
+    "--html",
+    "page",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write the report as a self-contained web page to this file.",
+)
 @json_option
 def report(
-    since: float | None, slug: str | None, run_key: str | None, limit: int, as_json: bool
+    since: float | None,
+    slug: str | None,
+    run_key: str | None,
+    limit: int,
+    page: Path | None,
+    as_json: bool,
 ) -> None:
-    """Runs, outcomes, engagements and burndowns from state/run-continuation.jsonl."""
+    """Runs, outcomes, engagements, burndowns and tokens from state/run-continuation.jsonl."""
     ws = workspace()
     moment = now()
     built = reports.build(
@@ -34,10 +47,18 @@ def report(
         run=run_key,
         keep=limit,
     )
+    data = built.to_json()
+    if page is not None:
+        from agentcfg.core import html
+
+        try:
+            page.write_text(html.render(data), encoding="utf-8")
+        except OSError as exc:
+            raise AgentcfgError(f"cannot write {page}: {exc.strerror}") from None
     if as_json:
-        emit_json(built.to_json())
+        emit_json(data)
         return
-    say(render(built.to_json()))
+    say(render(data))
 
 
 def render(data: dict[str, Any]) -> str:

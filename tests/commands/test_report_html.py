@@ -1,0 +1,97 @@
+"""`agentcfg report --html`: one self-contained page that parses as XHTML, one section per run,
+and the same figures as `report --json`."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+from syrupy.assertion import SnapshotAssertion
+
+from tests.commands.test_report import HAND_MADE, TOKENED, write_ledger
+from tests.conftest import run_cli
+from tests.simhost import SimulatedHost
+
+NS = {"h": "http://www.w3.org/1999/xhtml", "s": "http://www.w3.org/2000/svg"}
+
+
+def page_and_data(root: Path) -> tuple[ET.Element, dict[str, Any]]:
+    result = run_cli("report", "--html", str(root / "page.html"), "--json")
+    assert result.exit_code == 0
+    return ET.parse(root / "page.html").getroot(), json.loads(result.output)
+
+
+def figure(text: str | None) -> int | None:
+    return None if text in (None, "-") else int(str(text).replace(",", ""))
+
+
+def assert_matches(page: ET.Element, data: dict[str, Any]) -> None:
+    sections = page.findall(".//h:section", NS)
+    assert len(sections) == len(data["rows"]) > 0
+    summary = page.findall(".//h:table[@class='summary']/h:tbody/h:tr", NS)
+    assert len(summary) == len(data["rows"]) + 1  # and the totals
+    for tr, section, row in zip(summary, sections, data["rows"], strict=False):
+        assert section.get("data-run") == row["run"]
+        cells = {td.get("class"): td for td in tr.findall("h:td", NS)}
+        listed = {dd.get("class"): dd.text for dd in section.findall(".//h:dd", NS)}
+        spent = row["tokens"]
+        expected = {
+            "engagements": row["engagements"], "closed": row["closed"],
+            "tokens": spent["total"], "per-step": spent["per_step_closed"],
+            "waste": spent["waste"],
+        }  # fmt: skip
+        for name, value in expected.items():
+            assert figure(cells[name].text) == value, name
+            assert figure(listed[name]) == value, name
+        assert listed["outcome"] == cells["outcome"].text == row["outcome"]
+        assert figure(listed["unknown"]) == spent["unknown"]
+        rects = section.findall(".//s:rect", NS)
+        assert [figure(r.get("data-tokens") or None) for r in rects] == [
+            e["tokens"] for e in spent["engagements"]
+        ]
+        assert ["waste" in str(r.get("class")) for r in rects] == [
+            e["closed"] == 0 and e["tokens"] is not None for e in spent["engagements"]
+        ]
+        assert len(section.findall(".//s:circle", NS)) == len(row["burndown"])
+    totals = {td.get("class"): td.text for td in summary[-1].findall("h:td", NS)}
+    assert figure(totals["tokens"]) == data["tokens"]["total"]
+    assert figure(totals["waste"]) == data["tokens"]["waste"]
+    assert figure(totals["per-step"]) == data["tokens"]["per_step_closed"]
+    assert figure(totals["engagements"]) == data["engagements"]
+
+
+def test_the_page_matches_the_json(ws: Path, snapshot: SnapshotAssertion) -> None:
+    write_ledger(ws, TOKENED + HAND_MADE)
+    page, data = page_and_data(ws)
+    assert_matches(page, data)
+    assert len(page.findall(".//h:section", NS)) == 7
+    text = (ws / "page.html").read_text()
+    assert "<script" not in text and "src=" not in text and "url(" not in text
+    assert text == snapshot
+
+
+def test_the_page_of_runs_the_real_hook_recorded(ws: Path) -> None:
+    host = SimulatedHost(ws, usage={"input_tokens": 100, "output_tokens": 20})
+    host.human("go")
+    host.claim("demo")
+    for attempt in range(6):
+        host.reply(f"Working {attempt}.")
+        result = host.fire()
+        if result.next_step and attempt % 2 == 0:  # every other engagement closes its step
+            host.agentcfg("roadmap", "done", "demo", result.next_step)
+    page, data = page_and_data(ws)
+    assert_matches(page, data)
+    assert data["rows"][0]["outcome"] == "blocked"
+    assert data["tokens"]["total"] == 120 * 10  # the claim, six replies, three closes
+    assert data["tokens"]["waste"] == 120 * 2  # engagements 2 and 4: one reply each
+
+
+def test_an_unwritable_page_is_one_error_line(ws: Path) -> None:
+    write_ledger(ws, TOKENED)
+    result = run_cli("report", "--html", str(ws / "roadmaps"))
+    assert result.exit_code == 2  # a folder: refused by the option itself
+    result = run_cli("report", "--html", str(ws / "missing" / "page.html"))
+    assert result.exit_code == 1
+    assert result.output.startswith("agentcfg: error: cannot write")
