@@ -4,7 +4,9 @@ and the OpenAI responses API (Codex).
 
 One script plays the agent on all three: it claims a roadmap through the host's own shell tool,
 then closes each step a continuation names; or, in the `idle` script, never does anything.
-Every response reports the same known token usage (USAGE), so totals can be checked.
+Every response reports known token usage: USAGE for side requests, and for the n-th reply to the
+agent's turn USAGE with n added to each part (kept in `Script.reported`), so a reply counted
+twice or missed shows in the totals.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class Script:
     def __init__(self, slug: str, agentcfg: str, idle: bool = False) -> None:
         self.slug, self.agentcfg, self.idle = slug, agentcfg, idle
         self.prompts: list[str] = []  # the text of every agent-turn request's last message
+        self.reported: list[int] = []  # the tokens every agent-turn reply reported
         self.lock = threading.Lock()
 
     def reply(self, text: str, after_tool: bool) -> tuple[str, str]:
@@ -43,6 +46,13 @@ class Script:
                 return "text", "Still thinking about it."
             return "tool", f"{self.agentcfg} roadmap done {self.slug} {steps[-1]}"
         return "tool", f"{self.agentcfg} sessions claim {self.slug}"
+
+    def spend(self, parts: tuple[str, ...]) -> dict[str, int]:
+        """The usage of the latest agent-turn reply, in the parts the host's API reports."""
+        with self.lock:
+            usage = {part: USAGE[part] + len(self.prompts) for part in parts}
+            self.reported.append(sum(usage.values()))
+        return usage
 
     def continuations(self) -> list[str]:
         return [t for t in self.prompts if "run-continuation:" in t]
@@ -65,6 +75,7 @@ def _text(content: object) -> str:
 def claude(script: Script, path: str, body: dict[str, Any]) -> Iterator[str] | dict[str, Any]:
     if not path.startswith("/v1/messages") or "count_tokens" in path:
         return {"input_tokens": USAGE["input"]}
+    spent = USAGE
     if not body.get("tools"):
         kind, value = "text", "ok"  # a side request (titles, summaries): not the agent's turn
     else:
@@ -73,12 +84,13 @@ def claude(script: Script, path: str, body: dict[str, Any]) -> Iterator[str] | d
             isinstance(b, dict) and b.get("type") == "tool_result" for b in last
         )
         kind, value = script.reply(_text(last), tool_result)
+        spent = script.spend(tuple(USAGE))
     n = next(IDS)
     usage = {
-        "input_tokens": USAGE["input"],
-        "output_tokens": USAGE["output"],
-        "cache_read_input_tokens": USAGE["cache_read"],
-        "cache_creation_input_tokens": USAGE["cache_write"],
+        "input_tokens": spent["input"],
+        "output_tokens": spent["output"],
+        "cache_read_input_tokens": spent["cache_read"],
+        "cache_creation_input_tokens": spent["cache_write"],
     }
     if kind == "tool":
         block: dict[str, Any] = {
@@ -107,7 +119,7 @@ def claude(script: Script, path: str, body: dict[str, Any]) -> Iterator[str] | d
         ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
         ("content_block_stop", {"type": "content_block_stop", "index": 0}),
         ("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
-                           "usage": {"output_tokens": USAGE["output"]}}),
+                           "usage": {"output_tokens": spent["output"]}}),
         ("message_stop", {"type": "message_stop"}),
     ]  # fmt: skip
     return (f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
@@ -117,12 +129,7 @@ def claude(script: Script, path: str, body: dict[str, Any]) -> Iterator[str] | d
 
 
 def gemini(script: Script, path: str, body: dict[str, Any]) -> Iterator[str] | dict[str, Any]:
-    usage = {
-        "promptTokenCount": USAGE["input"] + USAGE["cache_read"],
-        "cachedContentTokenCount": USAGE["cache_read"],
-        "candidatesTokenCount": USAGE["output"],
-        "totalTokenCount": USAGE["input"] + USAGE["cache_read"] + USAGE["output"],
-    }
+    spent = USAGE
     if ":countTokens" in path:
         return {"totalTokens": USAGE["input"]}
     if not body.get("tools"):
@@ -133,6 +140,7 @@ def gemini(script: Script, path: str, body: dict[str, Any]) -> Iterator[str] | d
         after_tool = any("functionResponse" in p for p in parts if isinstance(p, dict))
         words = "\n".join(p["text"] for p in parts if isinstance(p, dict) and "text" in p)
         kind, value = script.reply(words, after_tool)
+        spent = script.spend(("input", "cache_read", "output"))  # the API tells no cache writes
         part = (
             {"functionCall": {"name": "run_shell_command", "args": {"command": value}}}
             if kind == "tool"
@@ -142,7 +150,12 @@ def gemini(script: Script, path: str, body: dict[str, Any]) -> Iterator[str] | d
         "candidates": [
             {"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}
         ],
-        "usageMetadata": usage,
+        "usageMetadata": {
+            "promptTokenCount": spent["input"] + spent["cache_read"],
+            "cachedContentTokenCount": spent["cache_read"],
+            "candidatesTokenCount": spent["output"],
+            "totalTokenCount": spent["input"] + spent["cache_read"] + spent["output"],
+        },
         "modelVersion": "gemini-2.5-pro",
     }
     if "streamGenerateContent" not in path:
@@ -161,6 +174,7 @@ def codex(script: Script, path: str, body: dict[str, Any]) -> Iterator[str] | di
     kind, value = script.reply(
         _text(last.get("content")), last.get("type") == "function_call_output"
     )
+    spent = script.spend(("input", "cache_read", "output"))  # the API tells no cache writes
     tools = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
     n = next(IDS)
     if kind == "tool":
@@ -178,11 +192,11 @@ def codex(script: Script, path: str, body: dict[str, Any]) -> Iterator[str] | di
             "status": "completed", "content": [{"type": "output_text", "text": value, "annotations": []}],
         }  # fmt: skip
     usage = {
-        "input_tokens": USAGE["input"] + USAGE["cache_read"],
-        "input_tokens_details": {"cached_tokens": USAGE["cache_read"]},
-        "output_tokens": USAGE["output"],
+        "input_tokens": spent["input"] + spent["cache_read"],
+        "input_tokens_details": {"cached_tokens": spent["cache_read"]},
+        "output_tokens": spent["output"],
         "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": USAGE["input"] + USAGE["cache_read"] + USAGE["output"],
+        "total_tokens": spent["input"] + spent["cache_read"] + spent["output"],
     }
     response = {"id": f"resp_{n}", "object": "response", "status": "in_progress"}
     events = [

@@ -128,6 +128,7 @@ def assert_complete(run: Run, session_key: str) -> None:
         "Next step: **1.2**" in t and "verify: echo second-step-ok" in t for t in continuations
     )
     assert "- [x] **1.1**" in run.roadmap() and "- [x] **1.2**" in run.roadmap()
+    assert_tokens(run)
 
 
 def assert_stall(run: Run, session_key: str) -> None:
@@ -137,3 +138,13 @@ def assert_stall(run: Run, session_key: str) -> None:
     assert events[-1] == "halt-stall", events
     assert run.claimed_run() == session_key
     assert "- [ ] **1.1**" in run.roadmap()
+    assert_tokens(run)
+
+
+def assert_tokens(run: Run) -> None:
+    """The run's tokens in `report --json` are the sum of the usage the model reported for the
+    agent's turn, every reply counted once (side requests are not in the session's transcript)."""
+    report = json.loads(agentcfg(run.root, {"HOME": str(run.home)}, "report", "--json"))
+    assert run.script.reported
+    assert report["tokens"]["total"] == sum(run.script.reported), run.ledger()
+    assert [row["tokens"]["total"] for row in report["rows"]] == [sum(run.script.reported)]
