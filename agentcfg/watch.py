@@ -42,14 +42,15 @@ class RunView:
     iterations: int | None  # None: no run state
     cap: int
     started_at: float | None
-    tokens: int | None  # the latest total the ledger knows for this run
+    tokens: int | None  # the tokens the ledger recorded for this run; None while none is known
     last_event: str | None
     last_at: float | None
     status: str  # running | halted: <rung> | stopped | no run | roadmap gone
 
 
 class LedgerTail:
-    """Follows the ledger from where it last read: per run, its last event and token total."""
+    """Follows the ledger from where it last read: per run, its last event and the sum of the
+    tokens its fires recorded (each fire's are those of its own segment of the session)."""
 
     def __init__(self, ws: Workspace) -> None:
         self.path = ws.state / state.LEDGER_NAME
@@ -98,7 +99,7 @@ class LedgerTail:
         tokens = event.get("tokens")
         total = tokens.get("total") if isinstance(tokens, dict) else None
         if type(total) is int:
-            self.tokens[run] = total
+            self.tokens[run] = self.tokens.get(run, 0) + total
 
 
 def snapshot(ws: Workspace, env: Mapping[str, str], ledger: LedgerTail) -> list[RunView]:

@@ -55,12 +55,14 @@ def test_ledger_tail_reads_only_new_complete_lines(ws: Path) -> None:
     tail = watch.LedgerTail(Workspace(ws))
     tail.read()  # no ledger yet
     append(ws, "claimed", T0, "r", "demo")
-    append(ws, "engage", T0 + 1, "r", "demo", tokens={"total": 7})
+    append(ws, "engage", T0 + 1, "r", "demo", tokens={"total": 3})
+    append(ws, "engage", T0 + 2, "r", "demo", tokens={"total": 4})  # each fire: its own segment
+    append(ws, "engage", T0 + 3, "r", "demo", tokens=None)
     path = ws / "state" / state.LEDGER_NAME
     with path.open("ab") as handle:
         handle.write(b'{"event": "engage", "at": "2026-09-21T14:13:30Z", "run": "r", "sl')
     tail.read()
-    assert tail.last[("r", "demo")] == ("engage", T0 + 1)
+    assert tail.last[("r", "demo")] == ("engage", T0 + 3)
     assert tail.tokens[("r", "demo")] == 7
     with path.open("ab") as handle:
         handle.write(b'ug": "demo"}\nnot json\n[1]\n')
