@@ -245,23 +245,10 @@ def read_segment(
 
     A `start` past the end means the file was replaced: the segment starts as if unmarked.
     """
-    if not path:
+    read = _read_tail(path, tail)
+    if read is None:
         return None
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except (OSError, ValueError):
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return None
-        first = max(0, info.st_size - tail)
-        os.lseek(fd, first, os.SEEK_SET)
-        data = _read_exactly(fd, info.st_size - first)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    data, first, _ = read
     complete = data.rfind(b"\n") + 1  # a line still being written belongs to the next segment
     lines, offsets, at = [], [], first
     for line in data[:complete].split(b"\n")[:-1]:
