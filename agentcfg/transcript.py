@@ -8,6 +8,7 @@ file the person's prompts are `UserMessage` items (hook prompts are other items)
 from __future__ import annotations
 
 import bisect
+import itertools
 import json
 import os
 import stat
@@ -198,14 +199,6 @@ class Usage:
     def total(self) -> int:
         return self.input + self.output + self.cache_read + self.cache_write
 
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.input + other.input,
-            self.output + other.output,
-            self.cache_read + other.cache_read,
-            self.cache_write + other.cache_write,
-        )
-
     def to_json(self) -> dict[str, int]:
         return {
             "input": self.input,
@@ -250,11 +243,8 @@ def read_segment(
         return None
     data, first, _ = read
     complete = data.rfind(b"\n") + 1  # a line still being written belongs to the next segment
-    lines, offsets, at = [], [], first
-    for line in data[:complete].split(b"\n")[:-1]:
-        lines.append(line)
-        offsets.append(at)
-        at += len(line) + 1
+    lines = data[:complete].split(b"\n")[:-1]
+    offsets = list(itertools.accumulate((len(line) + 1 for line in lines[:-1]), initial=first))
     if first > 0 and lines:  # the first piece is a partial line
         lines, offsets = lines[1:], offsets[1:]
     end, whole = first + complete, first == 0
@@ -305,9 +295,12 @@ def per_message(
         found = read(line)
         if found is not None and (found[0] is None or found[0] != counted):
             messages[index if found[0] is None else found[0]] = found[1]
-    total = Usage()
-    for usage in messages.values():
-        if usage is None:
-            return None
-        total += usage
-    return total
+    known = [usage for usage in messages.values() if usage is not None]
+    if len(known) < len(messages):
+        return None
+    return Usage(
+        sum(u.input for u in known),
+        sum(u.output for u in known),
+        sum(u.cache_read for u in known),
+        sum(u.cache_write for u in known),
+    )

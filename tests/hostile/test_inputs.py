@@ -117,7 +117,36 @@ def _binary(r: Path) -> str:
     return str(r / "bin.jsonl")
 
 
+def _odd_usage(r: Path) -> str:
+    odd: list[object] = [-5, "12", 1.5, True, None, [1], {"n": 1}, 10**40]
+    parts = (
+        "input_tokens",
+        "output_tokens",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+    )
+    lines = [{"type": "user", "message": {"content": "go"}}] + [
+        {"type": "assistant", "message": {"id": f"m{n}", "usage": dict.fromkeys(parts, value)}}
+        for n, value in enumerate(odd)
+    ]
+    (r / "odd.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return str(r / "odd.jsonl")
+
+
+def _many_messages(r: Path) -> str:
+    """A human turn of 8 MiB of short replies, each with its usage: a fire adds them all up."""
+    words = [{"type": "text", "text": "x" * 300}]
+    with (r / "many.jsonl").open("w") as handle:
+        handle.write(json.dumps({"type": "user", "message": {"content": "go"}}) + "\n")
+        for n in range(18_000):  # just under the tail's 8 MiB
+            handle.write(json.dumps({"type": "assistant", "message": {"id": f"m{n}", "content": words,
+                         "usage": {"input_tokens": 1, "output_tokens": 1}}}) + "\n")  # fmt: skip
+    return str(r / "many.jsonl")
+
+
 TRANSCRIPTS: dict[str, Callable[[Path], str]] = {
+    "odd usage values": _odd_usage,
+    "8 MiB of usage lines": _many_messages,
     "fifo": _fifo,
     "dev zero": lambda r: "/dev/zero",
     "a directory": lambda r: str(r),
