@@ -51,7 +51,9 @@ def main() -> int:
         root = Path(folder)
         (root / "roadmaps").mkdir()
         shutil.copy(source, root / "roadmaps" / "demo.md")
-        host = SimulatedHost(root)
+        # each model message reports the usage a mid-sized turn of a real session might
+        usage = {"input_tokens": 1200, "output_tokens": 350, "cache_read_input_tokens": 42_000}
+        host = SimulatedHost(root, usage=usage)
         _say("bold", f"A simulated Claude Code session ({host.session_id[:8]}) in {root}")
         host.human("Work through roadmaps/demo.md.")
         trusted = host.trust("demo")
@@ -74,7 +76,8 @@ def main() -> int:
                 "dim",
                 f"   {event['event']:<22} iteration={event['iterations'] or '-'} open={event['open']} "
                 f"blocked={event['blocked']}"
-                + (f" step={event['step']}" if "step" in event else ""),
+                + (f" step={event['step']}" if "step" in event else "")
+                + (f" tokens={event['tokens']['total']:,}" if event.get("tokens") else ""),
             )
         for command in (("roadmap", "status", "demo"), ("report",)):
             shown = subprocess.run(
