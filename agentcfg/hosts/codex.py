@@ -329,7 +329,7 @@ def usage_since(path: str, start: int | None) -> Spent:
     cumulative `total_token_usage` of `token_count` events across the segment."""
     from agentcfg.transcript import NOT_READ, Spent, read_segment
 
-    segment = read_segment(path, start, lambda line: b'"task_started"' in line)
+    segment = read_segment(path, start, _turn_start)
     if segment is None:
         return NOT_READ
     if segment.lines is None:
@@ -339,6 +339,15 @@ def usage_since(path: str, start: int | None) -> Spent:
     if before is None and not segment.whole and after is not None:
         return Spent(None, segment.end)  # the baseline lies beyond the tail
     return Spent(_growth(before or {}, after or {}), segment.end)
+
+
+def _turn_start(line: bytes) -> bool:
+    from agentcfg.transcript import load
+
+    if b'"task_started"' not in line:
+        return False
+    payload = load(line).get("payload")
+    return isinstance(payload, dict) and payload.get("type") == "task_started"
 
 
 _PARTS = ("input_tokens", "cached_input_tokens", "cache_write_input_tokens", "output_tokens")

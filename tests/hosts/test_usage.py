@@ -183,7 +183,9 @@ def test_codex_parts_and_a_running_total_that_goes_back(tmp_path: Path) -> None:
 
     path = tmp_path / "t.jsonl"
     started = {"type": "event_msg", "payload": {"type": "task_started"}}
-    write(path, [count(100, 50, 0, 10), started, count(1100, 850, 100, 30)])
+    words = {"type": "response_item", "payload": {"type": "message", "text": "task_started"}}
+    write(path, [count(100, 50, 0, 10), started, count(600, 400, 0, 20), words,
+                 count(1100, 850, 100, 30)])  # fmt: skip
     spent = codex.usage_since(str(path), None)
     assert spent.usage is not None
     assert spent.usage.to_json() == {
