@@ -158,6 +158,14 @@ def test_without_a_session_id_the_claim_waits_with_a_token(
     assert run_cli("sessions", "list").output == "no claims\n"
 
 
+def test_a_pending_claim_keeps_its_token_budget_when_adopted(ws: Path, clock: list[float]) -> None:
+    result = run_cli("sessions", "claim", "demo", "--max-tokens", "5000")
+    assert result.exit_code == 0 and "budget: 5,000 tokens" in result.output
+    made = claims.adopt(Workspace(ws), "gemini-session", lambda token: True, clock[0])
+    assert made is not None and made.max_tokens == 5000
+    assert claims.read_claim(Workspace(ws), made.key) == made
+
+
 def test_a_pending_claim_respects_a_peer(ws: Path, clock: list[float]) -> None:
     assert run_cli("sessions", "claim", "demo", "--session", "peer").exit_code == 0
     refused = run_cli("sessions", "claim", "demo")
