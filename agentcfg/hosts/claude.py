@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from agentcfg.hosts.base import Answer, Finding, Plugin, Probe, StopEvent, TrustEdit
-    from agentcfg.transcript import Spent, Usage
+    from agentcfg.transcript import Segment, Spent, Usage
 
 NAME = "claude"
 TITLE = "Claude Code"
@@ -170,14 +170,46 @@ def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:
 
 def usage_since(path: str, start: int | None) -> Spent:
     """Tokens spent since offset `start` (None: since the human turn began): each assistant
-    message's `usage`, which Claude Code copies onto every line of a message."""
+    message's `usage`, which Claude Code copies onto every line of a message.
+
+    Claude Code may run the hook before the reply it stopped on is in the transcript; while
+    the segment does not end on a reply, the file is watched a moment for it to grow.
+    """
+    import os
+    import time
+
     from agentcfg.transcript import NOT_READ, Spent, human_line, per_message, read_segment
 
+    deadline = time.monotonic() + SETTLE
     segment = read_segment(path, start, human_line)
+    while segment is not None and segment.lines is not None and not _ends_on_reply(segment):
+        size = segment.end
+        while size == segment.end and time.monotonic() < deadline:
+            time.sleep(0.02)
+            try:
+                size = os.stat(path).st_size
+            except OSError:
+                break
+        if size == segment.end:
+            break  # it did not grow in time: what is there is what this fire saw
+        segment = read_segment(path, start, human_line)
     if segment is None:
         return NOT_READ
     usage = per_message(segment, _message_usage) if segment.lines is not None else None
     return Spent(usage, segment.end)
+
+
+def _ends_on_reply(segment: Segment) -> bool:
+    """The last message in the segment is the assistant's, and not a call for a tool."""
+    from agentcfg.transcript import load
+
+    for line in reversed(segment.lines or ()):
+        if b'"user"' in line or b'"assistant"' in line:
+            record = load(line)
+            message = record.get("message")
+            if record.get("type") in ("user", "assistant") and isinstance(message, dict):
+                return record["type"] == "assistant" and message.get("stop_reason") != "tool_use"
+    return True  # no message at all: nothing to wait for
 
 
 def _message_usage(line: bytes) -> tuple[object, Usage | None] | None:

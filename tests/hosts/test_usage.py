@@ -210,3 +210,25 @@ def test_gemini_counts_cached_thoughts_and_tool_prompts(tmp_path: Path) -> None:
     assert spent.usage.to_json() == {
         "input": 810, "output": 100, "cache_read": 1200, "cache_write": 0, "total": 2110
     }  # fmt: skip
+
+
+def test_claude_waits_a_moment_for_the_reply_it_stopped_on(tmp_path: Path) -> None:
+    import threading
+    import time
+
+    path = tmp_path / "t.jsonl"
+    call = {**assistant("m1", input_tokens=5), "message": {
+        "id": "m1", "stop_reason": "tool_use", "usage": {"input_tokens": 5}}}  # fmt: skip
+    result = {"type": "user", "message": {"content": [{"type": "tool_result", "content": "ok"}]}}
+    write(path, [{"type": "user", "message": {"content": "go"}}, call, result])
+    late = threading.Timer(0.2, lambda: path.open("a").write(json.dumps(assistant("m2", output_tokens=7)) + "\n"))  # fmt: skip
+    late.start()
+    started = time.monotonic()
+    spent = claude.usage_since(str(path), None)
+    late.join()
+    assert spent.usage is not None and spent.usage.total == 12  # the reply written late counts
+    assert 0.15 < time.monotonic() - started < claude.SETTLE
+    started = time.monotonic()
+    settled = claude.usage_since(str(path), spent.end)  # nothing new, ends on a reply: no wait
+    assert settled.usage is not None and settled.usage.total == 0
+    assert time.monotonic() - started < 0.1
