@@ -138,13 +138,20 @@ def assert_stall(run: Run, session_key: str) -> None:
     assert events[-1] == "halt-stall", events
     assert run.claimed_run() == session_key
     assert "- [ ] **1.1**" in run.roadmap()
-    assert_tokens(run)
+    # A host that fires twice for one reply gets the last continuation again (the duplicate
+    # rule), and may send it after the halt: the reply to it comes after the last recorded fire.
+    assert_tokens(run, exact=False)
 
 
-def assert_tokens(run: Run) -> None:
+def assert_tokens(run: Run, exact: bool = True) -> None:
     """The run's tokens in `report --json` are the sum of the usage the model reported for the
-    agent's turn, every reply counted once (side requests are not in the session's transcript)."""
+    agent's turn, every reply counted once (side requests are not in the session's transcript);
+    not `exact`: no reply counted twice."""
     report = json.loads(agentcfg(run.root, {"HOME": str(run.home)}, "report", "--json"))
-    assert run.script.reported
-    assert report["tokens"]["total"] == sum(run.script.reported), run.ledger()
-    assert [row["tokens"]["total"] for row in report["rows"]] == [sum(run.script.reported)]
+    reported = sum(run.script.reported)
+    total = report["tokens"]["total"]
+    assert [row["tokens"]["total"] for row in report["rows"]] == [total]
+    if exact:
+        assert total == reported, run.ledger()
+    else:
+        assert 0 < total <= reported and reported - total <= max(run.script.reported)
