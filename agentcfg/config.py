@@ -167,7 +167,7 @@ def validate(data: Mapping[str, Any], env: Mapping[str, str], problems: list[str
     max_tokens = pick(
         "ladder.max_tokens",
         env.get("AGENTCFG_MAX_TOKENS") or ladder.get("max_tokens"),
-        _positive_int,
+        positive_int,
         base.max_tokens,
     )
     verify_timeout = pick(

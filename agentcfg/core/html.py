@@ -12,6 +12,8 @@ from xml.sax.saxutils import escape, quoteattr
 from agentcfg.core.texts import plural
 
 WIDTH, HEIGHT, PAD = 480, 140, 24
+# characters XML cannot hold: a hostile ledger's text is shown with a replacement mark
+_CONTROL = dict.fromkeys([*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0xFFFE, 0xFFFF], "\ufffd")
 STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 2em auto; max-width: 60em; color: #222; }
 table { border-collapse: collapse; }
@@ -58,10 +60,10 @@ def _summary(data: dict[str, Any]) -> str:
         _tr(
             "",
             [
-                ("run", f'<a href="#{_anchor(n, row)}">{escape(row["run"][:8])}</a>'),
-                ("slug", escape(row["slug"])),
-                ("started", escape(row["started"].replace("T", " ").rstrip("Z"))),
-                ("outcome", escape(row["outcome"])),
+                ("run", f'<a href="#{_anchor(n, row)}">{_text(row["run"][:8])}</a>'),
+                ("slug", _text(row["slug"])),
+                ("started", _text(row["started"].replace("T", " ").rstrip("Z"))),
+                ("outcome", _text(row["outcome"])),
                 *_figures(row["engagements"], row["closed"], row["tokens"]),
             ],
         )
@@ -99,7 +101,7 @@ def _section(n: int, row: dict[str, Any]) -> str:
     costliest = tokens["costliest"]
     top = (
         f"{_number(costliest['tokens'])} (engagement {costliest['engagement']}"
-        + (f", step {escape(costliest['step'])}" if costliest["step"] else "")
+        + (f", step {_text(costliest['step'])}" if costliest["step"] else "")
         + ")"
         if costliest
         else "-"
@@ -108,13 +110,13 @@ def _section(n: int, row: dict[str, Any]) -> str:
     closed_by = (
         ", ".join(
             f"{e['closed']} in engagement {e['engagement']}"
-            + (f" (named {escape(e['step'])})" if e["step"] else "")
+            + (f" (named {_text(e['step'])})" if e["step"] else "")
             for e in closing
         )
         or "none recorded per engagement"
     )
     facts = [
-        ("outcome", "outcome", escape(row["outcome"])),
+        ("outcome", "outcome", _text(row["outcome"])),
         ("engagements", "engagements", _number(row["engagements"])),
         ("closed", "steps closed", _number(row["closed"])),
         ("tokens", "tokens", _number(tokens["total"])),
@@ -128,9 +130,9 @@ def _section(n: int, row: dict[str, Any]) -> str:
         f"<dt>{label}</dt><dd class={quoteattr(name)}>{value}</dd>" for name, label, value in facts
     )
     return (
-        f'<section class="run" id="{_anchor(n, row)}" data-run={quoteattr(row["run"])}>\n'
-        f"<h2>{escape(row['slug'])} <small>run {escape(row['run'][:8])}, started "
-        f"{escape(row['started'])}</small></h2>\n<dl>{listing}</dl>\n"
+        f'<section class="run" id="{_anchor(n, row)}" data-run={quoteattr(_clean(row["run"]))}>\n'
+        f"<h2>{_text(row['slug'])} <small>run {_text(row['run'][:8])}, started "
+        f"{_text(row['started'])}</small></h2>\n<dl>{listing}</dl>\n"
         f"<figure><figcaption>Open steps at each engagement</figcaption>"
         f"{burndown(row['burndown'])}</figure>\n"
         f"<figure><figcaption>Tokens per engagement (red: closed nothing)</figcaption>"
@@ -166,7 +168,7 @@ def bars(engagements: list[dict[str, Any]]) -> str:
         spent = e["tokens"]
         kind = "unknown" if spent is None else "waste" if not e["closed"] else "closed"
         height = 2.0 if spent is None else max(1.0, spent / top * (HEIGHT - 2 * PAD))
-        step = f" ({escape(e['step'])})" if e["step"] else ""
+        step = f" ({_text(e['step'])})" if e["step"] else ""
         drawn.append(
             f'<rect class="bar {kind}" x="{PAD + i * width + 1:.1f}" '
             f'y="{HEIGHT - PAD - height:.1f}" width="{max(1.0, width - 2):.1f}" '
@@ -186,8 +188,16 @@ def _svg(body: str) -> str:
 
 
 def _anchor(n: int, row: dict[str, Any]) -> str:
-    return f"run-{n}-{row['run'][:8]}"
+    return f"run-{n}"
 
 
 def _number(value: int | None) -> str:
     return "-" if value is None else f"{value:,}"
+
+
+def _clean(value: str) -> str:
+    return value.translate(_CONTROL)
+
+
+def _text(value: str) -> str:
+    return escape(_clean(value))

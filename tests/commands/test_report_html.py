@@ -74,6 +74,7 @@ def test_the_page_matches_the_json(ws: Path, snapshot: SnapshotAssertion) -> Non
 
 def test_the_page_of_runs_the_real_hook_recorded(ws: Path) -> None:
     host = SimulatedHost(ws, usage={"input_tokens": 100, "output_tokens": 20})
+    assert host.trust("demo").returncode == 0
     host.human("go")
     host.claim("demo")
     for attempt in range(6):
@@ -95,3 +96,13 @@ def test_an_unwritable_page_is_one_error_line(ws: Path) -> None:
     result = run_cli("report", "--html", str(ws / "missing" / "page.html"))
     assert result.exit_code == 1
     assert result.output.startswith("agentcfg: error: cannot write")
+
+
+def test_control_characters_in_the_ledger_still_make_a_page(ws: Path) -> None:
+    from tests.commands.test_report import line
+
+    write_ledger(ws, [line("engage", "10:00:00", run="r\x01\x1b[31m", slug="d\x07emo", open=2,
+                           step="1.\x00", tokens={"total": 5})])  # fmt: skip
+    page, data = page_and_data(ws)
+    assert page.find(".//h:section", NS) is not None
+    assert data["tokens"]["total"] == 5
