@@ -168,6 +168,9 @@ def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:
     return None
 
 
+SETTLE = 1.0  # seconds to wait for Claude Code to write the reply its Stop hook fired on
+
+
 def usage_since(path: str, start: int | None) -> Spent:
     """Tokens spent since offset `start` (None: since the human turn began): each assistant
     message's `usage`, which Claude Code copies onto every line of a message.
