@@ -185,16 +185,23 @@ def usage_since(path: str, start: int | None) -> Spent:
 
     deadline = time.monotonic() + SETTLE
     segment = read_segment(path, start, human_line)
-    while segment is not None and segment.lines is not None and not _ends_on_reply(segment):
-        size = segment.end
-        while size == segment.end and time.monotonic() < deadline:
+    seen = -1
+    while (
+        segment is not None
+        and segment.lines is not None
+        and not _ends_on_reply(segment)
+        and time.monotonic() < deadline  # a partial last line must not keep it reading
+    ):
+        size = seen = max(seen, segment.end)
+        while size == seen and time.monotonic() < deadline:
             time.sleep(0.02)
             try:
                 size = os.stat(path).st_size
             except OSError:
                 break
-        if size == segment.end:
+        if size == seen:
             break  # it did not grow in time: what is there is what this fire saw
+        seen = size
         segment = read_segment(path, start, human_line)
     if segment is None:
         return NOT_READ
