@@ -41,6 +41,9 @@ BOX = re.compile(r"- \[([ x])\]")
 class Fires(RuleBasedStateMachine):
     @initialize()
     def setup(self) -> None:
+        from agentcfg.hosts import claude
+
+        claude.SETTLE = 0.0  # the machine's transcript never grows: no fire waits for a reply
         self.folder = Path(tempfile.mkdtemp(prefix="agentcfg-stateful-"))
         (self.folder / "roadmaps").mkdir()
         self.roadmap = self.folder / "roadmaps" / "r.md"
