@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.e2e import limits
+
 NEXT = re.compile(r"Next step: \*\*([^*]+)\*\*")
 # per response: fresh input, output, input read from the cache, input written to the cache
 USAGE = {"input": 100, "output": 20, "cache_read": 30, "cache_write": 10}
@@ -215,9 +217,23 @@ Wire = Callable[[Script, str, dict[str, Any]], "Iterator[str] | dict[str, Any]"]
 WIRES: dict[str, Wire] = {"claude": claude, "gemini": gemini, "codex": codex}
 
 
-def serve(script: Script, host: str = "claude") -> ThreadingHTTPServer:
-    """Serve the script on a free loopback port, speaking `host`'s model API."""
+MODEL_PATHS = {
+    "claude": ("/v1/messages",),
+    "gemini": ("generateContent",),
+    "codex": ("/responses",),
+}
+
+
+def serve(
+    script: Script, host: str = "claude", limit: limits.Limit | None = None
+) -> ThreadingHTTPServer:
+    """Serve the script on a free loopback port, speaking `host`'s model API; with a `limit`,
+    model requests meet the provider's usage limit first."""
     wire = WIRES[host]
+
+    def limited(path: str) -> bool:
+        model = any(p in path for p in MODEL_PATHS[host]) and "count_tokens" not in path
+        return limit is not None and model and limit.refuses()
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -231,6 +247,10 @@ def serve(script: Script, host: str = "claude") -> ThreadingHTTPServer:
                 body = json.loads(self.rfile.read(size) or b"{}")
             except ValueError:
                 body = {}
+            if limited(self.path):
+                assert limit is not None
+                refuse(self, limits.ANSWERS[host](limit))
+                return
             answer = wire(script, self.path, body if isinstance(body, dict) else {})
             if isinstance(answer, dict):
                 self._json(answer)
@@ -262,3 +282,15 @@ def serve(script: Script, host: str = "claude") -> ThreadingHTTPServer:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
+
+
+def refuse(handler: BaseHTTPRequestHandler, refusal: limits.Refusal) -> None:
+    """Send a limit's refusal: its status, headers and JSON body."""
+    status, headers, raw = refusal
+    handler.send_response(status)
+    handler.send_header("content-type", "application/json")
+    for name, value in headers.items():
+        handler.send_header(name, value)
+    handler.send_header("content-length", str(len(raw)))
+    handler.end_headers()
+    handler.wfile.write(raw)

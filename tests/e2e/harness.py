@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.e2e.fake_model import Script, serve
+from tests.e2e.limits import Limit
 
 REPO = Path(__file__).resolve().parents[2]
 CACHE = REPO / ".e2e-cache"
@@ -93,12 +94,19 @@ def agentcfg(root: Path, env: dict[str, str], *args: str) -> str:
 
 
 def drive(
-    host: str, root: Path, home: Path, env: dict[str, str], command: list[str], idle: bool
+    host: str,
+    root: Path,
+    home: Path,
+    env: dict[str, str],
+    command: list[str],
+    idle: bool,
+    limit: Limit | None = None,
 ) -> Run:
     """Run one headless host session against the scripted model; `{url}` in `env` values and
-    in `command` becomes the model's address."""
+    in `command` becomes the model's address. With a `limit` the model first refuses with its
+    provider's usage limit (see tests/e2e/limits.py)."""
     script = Script(SLUG, AGENTCFG, idle=idle)
-    server = serve(script, host)
+    server = serve(script, host, limit)
     url = f"http://127.0.0.1:{server.server_address[1]}"
     try:
         proc = subprocess.run(

@@ -14,6 +14,9 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.e2e import limits
+from tests.e2e.fake_model import refuse
+
 NEXT = re.compile(r"Next step: \*\*([^*]+)\*\*")
 SHELL_TOOLS = ("run_shell_command", "bash")  # Qwen's, then Copilot's and OpenCode's
 USAGE = {"prompt_tokens": 1000, "completion_tokens": 20, "total_tokens": 1020}
@@ -88,7 +91,9 @@ def _chunks(kind: str, value: str, n: int) -> list[dict[str, Any]]:
     ]
 
 
-def serve(script: Script) -> ThreadingHTTPServer:
+def serve(script: Script, limit: limits.Limit | None = None) -> ThreadingHTTPServer:
+    """Serve the script on a free loopback port; with a `limit`, chat requests meet the API's
+    rate limit first."""
     counter = iter(range(1, 1_000_000))
 
     class Handler(BaseHTTPRequestHandler):
@@ -103,6 +108,9 @@ def serve(script: Script) -> ThreadingHTTPServer:
                 body = {}
             if not self.path.endswith("/chat/completions"):
                 self._json({})
+                return
+            if limit is not None and limit.refuses():
+                refuse(self, limits.chat(limit))
                 return
             kind, value = script.reply(body)
             chunks = _chunks(kind, value, next(counter))
