@@ -1,7 +1,8 @@
 """Names every part agrees on, with the interpreter's own modules only: the stop hook reads them
 before it knows it has work to do.
 
-The workspace root rule (DESIGN section 1) lives here once, for the hook and the CLI.
+The workspace root rule (docs/architecture.md, section 2) lives here once, for the hook and
+the CLI.
 """
 
 from __future__ import annotations

@@ -75,7 +75,7 @@ def normalise_slug(slug: str) -> str:
 
 
 def find_root(cwd: str | os.PathLike[str], env: Mapping[str, str]) -> Workspace:
-    """The workspace of a folder: DESIGN section 1's rule, as `paths.locate_root` applies it."""
+    """The workspace of a folder, by the root rule of `paths.locate_root`."""
     return Workspace(Path(locate_root(os.fspath(cwd), env)))
 
 

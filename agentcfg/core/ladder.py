@@ -185,7 +185,7 @@ HALTS: tuple[tuple[str, Callable[[RunState, Fire, Caps], bool]], ...] = (
 
 
 def decide(run: RunState, fire: Fire, caps: Caps) -> Decision:
-    """Walk the ladder, first match wins (DESIGN section 4, rungs 1 to 13).
+    """Walk the ladder, first match wins (docs/architecture.md, section 3: rungs 1 to 13).
 
     A run's `last_reply` names the reply it last blocked until the agent is let go. A new human
     turn arriving while it still does means the host ended that turn despite the block (its own

@@ -1,0 +1,81 @@
+"""The documents keep up with the code: every command is in the README, and every document
+the code cites is in the repository, down to the section it names."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import click
+import pytest
+
+from agentcfg.cli import cli
+from tests.conftest import REPO
+
+README = (REPO / "README.md").read_text()
+# a citation in the code: `docs/<name>.md` with an optional ", section N"
+CITATION = re.compile(r"\b(docs/[\w.-]+\.md)(?:,\s+section\s+(\d+))?")
+
+
+def commands(group: click.Group, prefix: tuple[str, ...] = ()) -> Iterator[str]:
+    """Every command a person can type, as `agentcfg <group> <command>`, groups walked down."""
+    for name, command in sorted(group.commands.items()):
+        if command.hidden:
+            continue
+        path = (*prefix, name)
+        if isinstance(command, click.Group):
+            yield from commands(command, path)
+        else:
+            yield " ".join(("agentcfg", *path))
+
+
+@pytest.mark.parametrize("command", list(commands(cli)))
+def test_every_command_appears_in_the_readme(command: str) -> None:
+    assert re.search(re.escape(command) + r"(?![\w-])", README), (
+        f"`{command}` is not in README.md: give it a line where its group is described"
+    )
+
+
+def test_the_walk_reaches_nested_commands() -> None:
+    found = list(commands(cli))
+    assert {"agentcfg roadmap status", "agentcfg hooks install", "agentcfg watch"} <= set(found)
+    assert "agentcfg roadmap" not in found  # a group is covered by its commands
+
+
+def cited() -> list[tuple[str, str, str | None]]:
+    """(file, document, section) for each citation in the package's source."""
+    found = []
+    for path in sorted((REPO / "agentcfg").rglob("*.py")):
+        for document, section in CITATION.findall(path.read_text()):
+            found.append((str(path.relative_to(REPO)), document, section or None))
+    return found
+
+
+def test_the_code_cites_documents_that_exist_down_to_the_section() -> None:
+    citations = cited()
+    assert citations, "the package cites its architecture document"
+    for source, document, section in citations:
+        target = REPO / document
+        assert target.is_file(), f"{source} cites {document}, which is not in the repository"
+        if section is not None:
+            headings = re.findall(r"^## (\d+)\. ", target.read_text(), re.M)
+            assert section in headings, f"{source} cites section {section} of {document}"
+
+
+def test_the_code_cites_no_design_document_outside_the_repository() -> None:
+    stray = [
+        str(path.relative_to(REPO))
+        for path in sorted((REPO / "agentcfg").rglob("*.py"))
+        if re.search(r"\bDESIGN\b", path.read_text())
+    ]
+    assert stray == []
+
+
+def test_the_documents_the_readme_and_contributing_name_exist() -> None:
+    named = {
+        document
+        for text in (README, (REPO / "CONTRIBUTING.md").read_text())
+        for document in re.findall(r"`(docs/[\w.-]+\.md|[A-Z]+\.md)`", text)
+    }
+    assert {"docs/architecture.md", "CONTRIBUTING.md"} <= named
+    assert [d for d in sorted(named) if not (REPO / d).is_file()] == []
