@@ -47,3 +47,7 @@ class UntrustedError(StepError):
 
     def to_json(self) -> dict[str, object]:
         return {**super().to_json(), "untrusted": self.lines}
+
+
+class LeaseError(AgentcfgError):
+    """A step lease cannot be read, taken or given back."""

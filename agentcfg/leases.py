@@ -1,0 +1,250 @@
+"""Step leases: which fleet member works which step, kept in git refs.
+
+A lease is `refs/agentcfg/leases/<slug>/<step>` pointing at a commit (empty tree) whose message
+is the lease as JSON. Every change is a compare-and-swap of that ref: `git update-ref` in the
+repository, whose refs all its worktrees share, or an atomic `git push --force-with-lease` to a
+remote that several machines share. A release writes a released record rather than deleting
+the ref, so the fencing number only ever grows and a holder that lost its lease can tell.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from agentcfg.core.times import iso, parse_iso
+from agentcfg.errors import LeaseError
+
+PREFIX = "refs/agentcfg/leases"
+TTL = 15 * 60.0
+GIT_TIMEOUT = 30.0
+RECORD_LIMIT = 4096
+# a ref name part git accepts as is: no leading dot, no "..", no ".lock" or "." at the end
+_PART = re.compile(r"(?!\.)(?!.*\.\.)(?!.*\.lock$)(?!.*\.$)[A-Za-z0-9._-]{1,200}")
+
+
+@dataclass(frozen=True)
+class Lease:
+    slug: str
+    step: str
+    holder: str  # the session id; "" once released
+    host: str
+    machine: str
+    taken: float
+    expires: float
+    fence: int  # grows by one each time the step passes to a new holder
+
+    @property
+    def released(self) -> bool:
+        return not self.holder
+
+    def live(self, now: float) -> bool:
+        return not self.released and now < self.expires
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "slug": self.slug,
+            "step": self.step,
+            "holder": self.holder,
+            "host": self.host,
+            "machine": self.machine,
+            "taken": iso(self.taken),
+            "expires": iso(self.expires),
+            "fence": self.fence,
+        }
+
+
+def lease_from_json(data: object) -> Lease | None:
+    """A lease from its record, or None when any field has the wrong shape."""
+    if not isinstance(data, dict):
+        return None
+    texts = [data.get(name) for name in ("slug", "step", "holder", "host", "machine")]
+    taken, expires, fence = (
+        parse_iso(data.get("taken")),
+        parse_iso(data.get("expires")),
+        data.get("fence"),
+    )
+    if not all(isinstance(t, str) for t in texts) or taken is None or expires is None:
+        return None
+    if type(fence) is not int or fence < 0:
+        return None
+    slug, step, holder, host, machine = (str(t) for t in texts)
+    return Lease(slug, step, holder, host, machine, taken, expires, fence)
+
+
+def ref_of(slug: str, step: str) -> str:
+    """The lease's ref; LeaseError for a slug or step id git cannot hold in a ref name."""
+    for part in (slug, step):
+        if not _PART.fullmatch(part):
+            raise LeaseError(f"`{part}` cannot name a lease (letters, digits, '.', '_', '-')")
+    return f"{PREFIX}/{slug}/{step}"
+
+
+def _parse_heads(out: str, ref: str, under: bool) -> dict[str, str]:
+    """Ref name -> commit from `for-each-ref`/`ls-remote` lines, for `ref` or refs below it."""
+    heads: dict[str, str] = {}
+    for line in out.splitlines():
+        commit, _, name = line.replace("\t", " ").partition(" ")
+        if name == ref or (under and name.startswith(ref + "/")):
+            heads[name] = commit
+    return heads
+
+
+def machine_name() -> str:
+    return socket.gethostname() or "unknown"
+
+
+class Store:
+    """The leases of one repository, or of the remote it names with `coordinate`."""
+
+    def __init__(self, repo: Path, coordinate: str | None = None) -> None:
+        self.repo = repo
+        self.coordinate = coordinate
+
+    # --- reading
+
+    def read(self, slug: str, step: str) -> tuple[str | None, Lease | None]:
+        """The lease ref's commit (None: never leased) and the lease it records."""
+        ref = ref_of(slug, step)
+        found = self._heads(ref)
+        commit = found.get(ref)
+        return commit, None if commit is None else self._lease(commit)
+
+    def all(self, slug: str | None = None) -> list[Lease]:
+        """Every lease record under `slug` (or every slug), released ones included."""
+        pattern = PREFIX if slug is None else ref_of(slug, "x").rpartition("/")[0]
+        leases = [self._lease(commit) for commit in self._heads(pattern, under=True).values()]
+        return sorted(
+            (lease for lease in leases if lease is not None), key=lambda x: (x.slug, x.step)
+        )
+
+    def _heads(self, ref: str, under: bool = False) -> dict[str, str]:
+        if self.coordinate is None:
+            out = self._git("for-each-ref", "--format=%(objectname) %(refname)", ref).stdout
+            return _parse_heads(out, ref, under)
+        for _ in range(5):  # a ref that moves between listing and fetching is listed again
+            listed = self._git("ls-remote", "--refs", self.coordinate, f"{ref}/*" if under else ref)
+            heads = _parse_heads(listed.stdout, ref, under)
+            if heads:  # bring the records here; fetching by ref name needs no server setting
+                self._git(
+                    "fetch",
+                    "--quiet",
+                    "--no-tags",
+                    "--no-write-fetch-head",
+                    self.coordinate,
+                    *heads,
+                )
+            if all(
+                self._git("cat-file", "-e", c, check=False).returncode == 0 for c in heads.values()
+            ):
+                return heads
+        raise LeaseError(f"the leases on {self.coordinate} kept moving while being read")
+
+    def _lease(self, commit: str) -> Lease | None:
+        result = self._git("cat-file", "commit", commit, check=False)
+        if result.returncode != 0:
+            return None
+        _, _, message = result.stdout.partition("\n\n")
+        try:
+            data = json.loads(message[:RECORD_LIMIT])
+        except ValueError:
+            return None
+        return lease_from_json(data)
+
+    # --- writing
+
+    def take(
+        self, slug: str, step: str, holder: str, *, host: str, now: float, ttl: float = TTL
+    ) -> Lease | None:
+        """The step's lease for `holder`, or None while another holder's lease is live (or
+        another taker won the race). Taking a lease one already holds renews it."""
+        old, current = self.read(slug, step)
+        if current is not None and current.live(now) and current.holder != holder:
+            return None
+        if current is not None and current.live(now):  # already this holder's: renewed
+            fence, taken = current.fence, current.taken
+        else:
+            fence, taken = self._next_fence(old, current), now
+        lease = Lease(slug, step, holder, host, machine_name(), taken, now + ttl, fence)
+        return lease if self._swap(ref_of(slug, step), old, lease) else None
+
+    def _next_fence(self, old: str | None, current: Lease | None) -> int:
+        if old is None:
+            return 1
+        if current is not None:
+            return current.fence + 1
+        # an unreadable record: every fence given so far is at most the number of records
+        return int(self._git("rev-list", "--count", old).stdout.strip() or 0) + 1
+
+    def renew(self, lease: Lease, *, now: float, ttl: float = TTL) -> Lease | None:
+        """The same lease with a later expiry, or None when it is no longer this holder's."""
+        old, current = self.read(lease.slug, lease.step)
+        if current is None or (current.holder, current.fence) != (lease.holder, lease.fence):
+            return None
+        renewed = replace(current, expires=now + ttl)
+        return renewed if self._swap(ref_of(lease.slug, lease.step), old, renewed) else None
+
+    def release(self, slug: str, step: str, holder: str | None, *, now: float) -> bool:
+        """Let the step go: a holder releases its own lease; `holder=None` (a person) any."""
+        old, current = self.read(slug, step)
+        if old is None or (current is not None and current.released):
+            return False
+        if current is None:  # an unreadable record: only a person may clear it
+            if holder is not None:
+                return False
+            current = Lease(slug, step, "", "", "", now, now, self._next_fence(old, None))
+        elif holder is not None and current.holder != holder:
+            return False
+        return self._swap(ref_of(slug, step), old, replace(current, holder="", expires=now))
+
+    def holds(self, slug: str, step: str, holder: str, fence: int) -> bool:
+        """The fencing check: is this still `holder`'s lease, with the number it was given?"""
+        _, current = self.read(slug, step)
+        return current is not None and (current.holder, current.fence) == (holder, fence)
+
+    def _swap(self, ref: str, old: str | None, lease: Lease) -> bool:
+        message = json.dumps(lease.to_json(), sort_keys=True)
+        empty = self._git("hash-object", "-t", "tree", "-w", "--stdin", stdin="").stdout.strip()
+        parents = ("-p", old) if old else ()
+        new = self._git("commit-tree", empty, *parents, "-m", message).stdout.strip()
+        if self.coordinate is None:
+            line = f"update {ref} {new} {old}\n" if old else f"create {ref} {new}\n"
+            done = self._git("update-ref", "--stdin", stdin=line, check=False)
+        else:
+            done = self._git(
+                "push",
+                "--quiet",
+                "--porcelain",
+                "--atomic",
+                f"--force-with-lease={ref}:{old or ''}",
+                self.coordinate,
+                f"{new}:{ref}",
+                check=False,
+            )
+        return done.returncode == 0
+
+    def _git(
+        self, *args: str, stdin: str | None = None, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+        try:
+            result = subprocess.run(
+                ["git", "-C", str(self.repo), *args],
+                input=stdin,
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=GIT_TIMEOUT,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise LeaseError(f"git {args[0]} failed: {exc}") from None
+        if check and result.returncode != 0:
+            why = (result.stderr.strip().splitlines() or ["no message"])[-1]
+            raise LeaseError(f"git {args[0]} failed: {why}")
+        return result
