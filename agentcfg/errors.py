@@ -51,3 +51,7 @@ class UntrustedError(StepError):
 
 class LeaseError(AgentcfgError):
     """A step lease cannot be read, taken or given back."""
+
+
+class IntegrationError(AgentcfgError):
+    """A fleet member's branch cannot be merged into the fleet's branch."""

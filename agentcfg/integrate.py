@@ -1,0 +1,161 @@
+"""Integrating a fleet member's branch: merge it, settle the roadmap's ticks, prove the step again.
+
+A step a fleet member closed in its own worktree is done for the fleet only once its branch is
+merged into the fleet's branch and the step's verify line passes on the merged tree. The
+roadmap file is merged by its marks (`core.ticks`), so ticks on adjacent lines never conflict;
+any other conflict, or a verify line that fails after the merge, leaves the fleet's branch as
+it was and the member's branch for a person.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentcfg import loading, trust
+from agentcfg.core import ticks
+from agentcfg.errors import IntegrationError
+from agentcfg.paths import ROADMAPS
+from agentcfg.verify import find_step, run
+from agentcfg.workspace import Workspace
+
+GIT_TIMEOUT = 120.0
+
+
+@dataclass(frozen=True)
+class Integration:
+    branch: str
+    step: str
+    outcome: str  # "integrated", "conflict" or "reverify-failed"
+    commit: str | None = None  # the merge commit, when integrated
+    detail: str = ""
+
+
+def integrate(
+    target: Path,
+    branch: str,
+    slug: str,
+    step_id: str,
+    env: Mapping[str, str],
+    *,
+    timeout: float,
+) -> Integration:
+    """Merge `branch` into the branch checked out at `target` and re-run the step's verify
+    line there; commit the merge only when both succeed."""
+    if _git(target, "status", "--porcelain", "--untracked-files=no").stdout.strip():
+        raise IntegrationError(f"{target} has uncommitted changes; integrate into a clean tree")
+    merging = _git(target, "merge", "--no-ff", "--no-commit", branch, check=False)
+    if merging.returncode != 0:
+        left = _settle(target, f"{ROADMAPS}/{slug}.md")
+        if left is None and not _merge_in_progress(target):
+            raise IntegrationError(f"git merge {branch} failed: {_last_line(merging)}")
+        if left:
+            _abort(target)
+            return Integration(branch, step_id, "conflict", detail=", ".join(left))
+    try:
+        return _prove(target, branch, slug, step_id, env, timeout)
+    except BaseException:
+        _abort(target)
+        raise
+
+
+def _prove(
+    target: Path, branch: str, slug: str, step_id: str, env: Mapping[str, str], timeout: float
+) -> Integration:
+    """The merged tree's verify run for the step, then the merge commit; the merge is undone
+    when the step fails there."""
+    ws = Workspace(target)
+    roadmap = loading.load(ws, slug)
+    step = find_step(roadmap, step_id)
+    if step.verify:
+        trust.require(ws, slug, [step], env)
+        result = run(step, target, timeout)
+        if not result.passed:
+            _abort(target)
+            shown = "timed out" if result.exit_code is None else f"exit {result.exit_code}"
+            return Integration(branch, step.id, "reverify-failed", detail=shown)
+    if _merge_in_progress(target):
+        _git(target, "commit", "--quiet", "--no-edit", "--no-verify")
+    commit = _git(target, "rev-parse", "HEAD").stdout.strip()
+    return Integration(branch, step.id, "integrated", commit)
+
+
+def _settle(target: Path, roadmap: str) -> list[str] | None:
+    """Resolve a conflicted roadmap by its marks; the files still in conflict after that
+    (None when git reported no conflicted file at all)."""
+    listed = _git(target, "diff", "--name-only", "--diff-filter=U").stdout.splitlines()
+    if not listed:
+        return None
+    left = [name for name in listed if name != roadmap]
+    if roadmap in listed:
+        merged = merge_roadmap(target, roadmap)
+        if merged is None:
+            left.append(roadmap)
+        else:
+            (target / roadmap).write_bytes(merged.encode("utf-8", "surrogateescape"))
+            _git(target, "add", "--", roadmap)
+    return left
+
+
+def merge_roadmap(target: Path, path: str) -> str | None:
+    """The three sides of a conflicted roadmap merged with their ticks as a union; None when
+    something besides the marks conflicts."""
+    base, ours, theirs = (_stage(target, n, path) for n in (1, 2, 3))
+    sides = (ticks.unticked(ours, base), base, ticks.unticked(theirs, base))
+    with tempfile.TemporaryDirectory() as folder:
+        files = []
+        for name, text in zip(("ours", "base", "theirs"), sides, strict=True):
+            file = Path(folder, name)
+            file.write_bytes(text.encode("utf-8", "surrogateescape"))
+            files.append(str(file))
+        merged = subprocess.run(
+            ["git", "merge-file", "-p", *files], capture_output=True, timeout=GIT_TIMEOUT
+        )
+    if merged.returncode != 0:
+        return None
+    return ticks.retick(merged.stdout.decode("utf-8", "surrogateescape"), base, ours, theirs)
+
+
+def _stage(target: Path, number: int, path: str) -> str:
+    """One side of a conflicted file, its line endings as they are (text mode would fold them)."""
+    shown = subprocess.run(
+        ["git", "-C", str(target), "show", f":{number}:{path}"],
+        capture_output=True,
+        timeout=GIT_TIMEOUT,
+        stdin=subprocess.DEVNULL,
+    )
+    return shown.stdout.decode("utf-8", "surrogateescape") if shown.returncode == 0 else ""
+
+
+def _merge_in_progress(target: Path) -> bool:
+    return _git(target, "rev-parse", "-q", "--verify", "MERGE_HEAD", check=False).returncode == 0
+
+
+def _abort(target: Path) -> None:
+    _git(target, "merge", "--abort", check=False)
+
+
+def _last_line(result: subprocess.CompletedProcess[str]) -> str:
+    return ((result.stderr or result.stdout).strip().splitlines() or ["no message"])[-1]
+
+
+def _git(target: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_MERGE_AUTOEDIT": "no", "LC_ALL": "C"}
+    try:
+        result = subprocess.run(
+            ["git", "-C", str(target), *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=GIT_TIMEOUT,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise IntegrationError(f"git {args[0]} failed: {exc}") from None
+    if check and result.returncode != 0:
+        raise IntegrationError(f"git {args[0]} failed: {_last_line(result)}")
+    return result
