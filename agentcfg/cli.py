@@ -45,7 +45,17 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from agentcfg.commands import controls, doctor, hook, hooks, report, roadmap, sessions, watch
+    from agentcfg.commands import (
+        controls,
+        doctor,
+        hook,
+        hooks,
+        leases,
+        report,
+        roadmap,
+        sessions,
+        watch,
+    )
 
     for group in (
         roadmap.roadmap,
@@ -57,6 +67,7 @@ def _register() -> None:
         controls.stop,
         controls.resume,
         watch.watch,
+        leases.leases,
     ):
         cli.add_command(group)
 

@@ -25,6 +25,15 @@ PREFIX = "refs/agentcfg/leases"
 TTL = 15 * 60.0
 GIT_TIMEOUT = 30.0
 RECORD_LIMIT = 4096
+# lease records are written by agentcfg itself, whatever identity the repository has (if any)
+GIT_ENV = {
+    "GIT_TERMINAL_PROMPT": "0",
+    "LC_ALL": "C",
+    "GIT_AUTHOR_NAME": "agentcfg",
+    "GIT_AUTHOR_EMAIL": "agentcfg@localhost",
+    "GIT_COMMITTER_NAME": "agentcfg",
+    "GIT_COMMITTER_EMAIL": "agentcfg@localhost",
+}
 # a ref name part git accepts as is: no leading dot, no "..", no ".lock" or "." at the end
 _PART = re.compile(r"(?!\.)(?!.*\.\.)(?!.*\.lock$)(?!.*\.$)[A-Za-z0-9._-]{1,200}")
 
@@ -106,6 +115,19 @@ class Store:
     def __init__(self, repo: Path, coordinate: str | None = None) -> None:
         self.repo = repo
         self.coordinate = coordinate
+
+    @classmethod
+    def open(cls, repo: Path, coordinate: str | None = None) -> Store:
+        """The store of the git repository at `repo`; LeaseError when there is none, or when
+        `coordinate` names no remote of it."""
+        store = cls(repo, coordinate)
+        if store._git("rev-parse", "--git-dir", check=False).returncode != 0:
+            raise LeaseError(f"{repo} is not in a git repository: leases live in git refs")
+        if coordinate is not None and (
+            store._git("remote", "get-url", "--", coordinate, check=False).returncode != 0
+        ):
+            raise LeaseError(f"`{coordinate}` is not a remote of {repo} (see `git remote -v`)")
+        return store
 
     # --- reading
 
@@ -232,7 +254,7 @@ class Store:
     def _git(
         self, *args: str, stdin: str | None = None, check: bool = True
     ) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+        env = {**os.environ, **GIT_ENV}
         try:
             result = subprocess.run(
                 ["git", "-C", str(self.repo), *args],

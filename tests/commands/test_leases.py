@@ -1,0 +1,59 @@
+"""`agentcfg leases`: listing a fleet's step leases, and a person's release."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from syrupy.assertion import SnapshotAssertion
+
+from agentcfg.leases import Store
+from tests.conftest import run_cli
+
+PAST, FUTURE = 1_600_000_000.0, 4_100_000_000.0
+
+
+def git_init(root: Path) -> None:
+    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
+
+
+def test_the_list_says_who_holds_each_step(ws: Path, snapshot: SnapshotAssertion) -> None:
+    git_init(ws)
+    store = Store.open(ws)
+    store.take("demo", "1.1", "session-a", host="claude", now=FUTURE)
+    store.take("demo", "1.2", "session-b", host="codex", now=PAST)
+    store.take("demo", "1.3", "session-c", host="gemini", now=FUTURE)
+    store.release("demo", "1.3", "session-c", now=FUTURE)
+    listed = run_cli("leases", "demo")
+    assert listed.exit_code == 0
+    assert listed.output.replace(store.all()[0].machine, "MACHINE") == snapshot
+    as_json = json.loads(run_cli("leases", "--json").output)
+    assert [(x["step"], x["state"]) for x in as_json] == [
+        ("1.1", "held"),
+        ("1.2", "expired"),
+        ("1.3", "released"),
+    ]
+
+
+def test_a_person_releases_any_members_lease(ws: Path) -> None:
+    git_init(ws)
+    Store.open(ws).take("demo", "1.1", "session-a", host="claude", now=FUTURE)
+    released = run_cli("leases", "release", "demo", "1.1")
+    assert (
+        released.output == "released the lease on `demo` step 1.1; the step is open to the fleet\n"
+    )
+    assert (
+        run_cli("leases", "release", "demo", "1.1").output == "`demo` step 1.1 has no held lease\n"
+    )
+    assert Store.open(ws).take("demo", "1.1", "session-b", host="claude", now=FUTURE) is not None
+
+
+def test_outside_a_git_repository_or_with_an_unknown_remote_it_says_so(ws: Path) -> None:
+    outside = run_cli("leases")
+    assert outside.exit_code == 1
+    assert "is not in a git repository: leases live in git refs" in outside.output
+    git_init(ws)
+    assert run_cli("leases").output == "no step leases\n"
+    unknown = run_cli("leases", "--coordinate", "nowhere")
+    assert unknown.exit_code == 1 and "`nowhere` is not a remote of" in unknown.output
