@@ -14,8 +14,8 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 lint: install
-	$(VENV)/bin/ruff check agentcfg tests benchmarks
-	$(VENV)/bin/ruff format --check agentcfg tests benchmarks
+	$(VENV)/bin/ruff check agentcfg testing tests benchmarks
+	$(VENV)/bin/ruff format --check agentcfg testing tests benchmarks
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/shellcheck plugin/bin/agentcfg
@@ -61,7 +61,7 @@ e2e: install $(E2E_BINS) $(OPENCODE_PLUGIN)
 	$(VENV)/bin/pytest -o addopts=-q --durations=0 tests/e2e
 
 demo: install
-	$(PY) -m tests.demo
+	$(PY) -m testing.demo
 
 bench: install
 	$(PY) benchmarks/run.py

@@ -9,8 +9,8 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 
 from agentcfg.core import report
+from testing.simhost import SimulatedHost
 from tests.conftest import run_cli, write_roadmap
-from tests.simhost import SimulatedHost
 
 
 def line(event: str, at: str, run: str = "aaaa1111", slug: str = "demo", **fields: object) -> str:

@@ -10,9 +10,9 @@ from typing import Any
 
 from syrupy.assertion import SnapshotAssertion
 
+from testing.simhost import SimulatedHost
 from tests.commands.test_report import HAND_MADE, TOKENED, write_ledger
 from tests.conftest import run_cli
-from tests.simhost import SimulatedHost
 
 NS = {"h": "http://www.w3.org/1999/xhtml", "s": "http://www.w3.org/2000/svg"}
 

@@ -17,8 +17,8 @@ from syrupy.assertion import SnapshotAssertion
 
 from agentcfg import loading, verify
 from agentcfg.workspace import Workspace
+from testing.simhost import SimulatedHost, mark_done
 from tests.conftest import hook_env, ledger, run_cli, write_roadmap
-from tests.simhost import SimulatedHost, mark_done
 
 STEPS = """## Phase 1
 - [ ] **1.1** Passing step <!-- verify: echo all good -->

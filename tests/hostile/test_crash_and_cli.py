@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from testing.simhost import SimulatedHost
 from tests.conftest import hook_env, run_cli
 from tests.hostile.harness import tree
-from tests.simhost import SimulatedHost
 
 KILLS = 200
 

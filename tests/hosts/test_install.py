@@ -14,7 +14,7 @@ from syrupy.assertion import SnapshotAssertion
 
 from agentcfg import install
 from agentcfg.hosts.registry import HOSTS, adapter
-from tests.conftest import run_cli
+from tests.conftest import run_cli, write_roadmap
 
 EXISTING = {
     "claude": {
@@ -169,3 +169,32 @@ def test_doctor_clean_and_broken(
     findings = json.loads(run_cli("doctor", "--json").output)
     assert all(f["fix"] for f in findings if f["level"] == "error")
     assert stat.S_IMODE((ws / "state").stat().st_mode) == 0o755  # doctor only reports
+
+
+def test_doctor_on_the_three_hosts(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    steps = "".join(f"- [ ] **1.{n}** Step {n} <!-- verify: true -->\n" for n in range(1, 11))
+    write_roadmap(ws, "long", "## Phase 1 — Long\n" + steps)
+    for host in ("qwen", "copilot", "opencode"):
+        assert run_cli("hooks", "install", "--host", host).exit_code == 0
+    plugin = ws / ".opencode" / "plugin" / "agentcfg.js"
+    plugin.write_text(plugin.read_text().replace("TIMEOUT_MS = 30000", "TIMEOUT_MS = 1"))
+    findings = json.loads(run_cli("doctor", "--json").output)
+    by_host = {
+        h: [f for f in findings if f["subject"] == h] for h in ("qwen", "copilot", "opencode")
+    }
+    (long_copilot,) = [f for f in by_host["copilot"] if "`long`" in f["message"]]
+    assert "has 10 open steps" in long_copilot["message"] and "after 8" in long_copilot["message"]
+    assert not any("`demo`" in f["message"] for f in by_host["copilot"])  # 3 open steps: fine
+    assert not any("`long`" in f["message"] for f in by_host["qwen"])  # raised to 100
+    assert any("--trust-folder" in f["message"] for f in by_host["copilot"])
+    assert any("opencode serve" in f["message"] for f in by_host["opencode"])
+    (stale,) = [f for f in by_host["opencode"] if f["level"] == "warning"]
+    assert "is not the plugin this agentcfg writes" in stale["message"]
+    run_cli("hooks", "uninstall", "--host", "qwen")
+    run_cli("hooks", "install", "--host", "qwen")
+    (ws / ".qwen" / "settings.json").write_text('{"stopHookBlockingCap": 5}')
+    run_cli("hooks", "install", "--host", "qwen")
+    findings = json.loads(run_cli("doctor", "--json").output)
+    qwen_long = [f for f in findings if f["subject"] == "qwen" and "`long`" in f["message"]]
+    assert len(qwen_long) == 1 and "after 5" in qwen_long[0]["message"]
+    assert "raises it to 100" in qwen_long[0]["fix"]

@@ -12,19 +12,10 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 
 from agentcfg import install
-from agentcfg.hosts.base import PLUGIN_ENV, Plugin, settings_hook
+from agentcfg.hosts.base import PLUGIN_ENV, settings_hook
 from agentcfg.hosts.registry import HOSTS, adapter
 from tests.conftest import FIXTURES, SESSION, fire, fixture_payload, hook_env, ledger, run_cli
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
-
-
-def enable_claude(path: Path, on: bool = True, key: str = "agentcfg@agentcfg") -> Path:
-    return write(path, json.dumps({"model": "opus", "enabledPlugins": {key: on}}))
+from tests.hosts.shared import enable_claude, plugin_of, write
 
 
 def installed(host: str, home: Path) -> Path:
@@ -39,10 +30,6 @@ def installed(host: str, home: Path) -> Path:
     folder = home / ".gemini" / "extensions" / "agentcfg"
     folder.mkdir(parents=True)
     return folder
-
-
-def plugin_of(host: str, ws: Path, env: dict[str, str] | None = None) -> Plugin | None:
-    return adapter(host).plugin(ws, ws.parent / "home", env or {})
 
 
 PLUGIN_HOSTS = ("claude", "codex", "gemini")
@@ -69,50 +56,6 @@ def test_the_other_hosts_have_no_plugin_route(ws: Path, host: str) -> None:
     for other in PLUGIN_HOSTS:
         installed(other, ws.parent / "home")
     assert plugin_of(host, ws) is None
-
-
-def test_claude_the_narrowest_settings_file_decides(ws: Path) -> None:
-    home = ws.parent / "home"
-    enable_claude(home / ".claude" / "settings.json")
-    enable_claude(ws / ".claude" / "settings.json", on=False)  # the project turns it off
-    assert plugin_of("claude", ws) is None
-    local = enable_claude(ws / ".claude" / "settings.local.json")  # and this person back on
-    assert plugin_of("claude", ws) == Plugin(
-        local, "claude plugin uninstall agentcfg@agentcfg --scope local"
-    )
-
-
-def test_claude_any_marketplace_but_only_our_plugin(ws: Path) -> None:
-    settings = ws / ".claude" / "settings.json"
-    enable_claude(settings, key="agentcfg-extras@team")
-    assert plugin_of("claude", ws) is None
-    enable_claude(settings, key="agentcfg@team")
-    assert plugin_of("claude", ws) == Plugin(
-        settings, "claude plugin uninstall agentcfg@team --scope project"
-    )
-
-
-def test_claude_unreadable_settings_mean_no_plugin(ws: Path) -> None:
-    write(ws.parent / "home" / ".claude" / "settings.json", "{not json")
-    write(ws / ".claude" / "settings.json", json.dumps({"enabledPlugins": ["agentcfg@x"]}))
-    assert plugin_of("claude", ws) is None
-
-
-@pytest.mark.parametrize(
-    ("config", "found"),
-    [
-        ('[plugins."agentcfg@mine"]\nenabled = false\n', None),
-        ('[plugins."agentcfg@mine"]  # ours\nenabled = true # yes\n', "agentcfg@mine"),
-        ('[plugins."other@mine"]\nenabled = true\n[projects."/x"]\nenabled = false\n', None),
-        ('[plugins."agentcfg@a"]\nenabled = false\n[plugins."agentcfg@b"]\n', "agentcfg@b"),
-        ("[plugins\n\x00", None),
-    ],
-)
-def test_codex_reads_its_plugin_tables(ws: Path, config: str, found: str | None) -> None:
-    codex_home = ws.parent / "elsewhere"
-    write(codex_home / "config.toml", config)
-    plugin = plugin_of("codex", ws, {"CODEX_HOME": str(codex_home)})
-    assert (plugin.remove.split()[-1] if plugin else None) == found
 
 
 @pytest.mark.parametrize("host", PLUGIN_HOSTS)

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from agentcfg.hosts import claude, codex, cursor, gemini
 from agentcfg.transcript import NOT_READ, Spent
+from tests.hosts.shared import write_lines
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -96,10 +97,6 @@ def test_any_fires_add_up_to_the_whole_session(name: str, cuts: list[int]) -> No
     assert all(s.usage is not None for s in spent)
 
 
-def write(path: Path, records: list[dict[str, object]], tail: bytes = b"") -> None:
-    path.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in records) + tail)
-
-
 def assistant(ident: str, **usage: int) -> dict[str, object]:
     return {"type": "assistant", "message": {"id": ident, "content": [], "usage": usage}}
 
@@ -108,7 +105,7 @@ def test_claude_counts_every_part_and_a_message_once(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     parts = {"input_tokens": 3, "output_tokens": 40, "cache_read_input_tokens": 2000,
              "cache_creation_input_tokens": 500}  # fmt: skip
-    write(path, [
+    write_lines(path, [
         {"type": "user", "message": {"content": "go"}},
         assistant("m1", **parts), assistant("m1", **parts),  # one message, two content blocks
         assistant("m2", input_tokens=1, output_tokens=1),
@@ -122,7 +119,9 @@ def test_claude_counts_every_part_and_a_message_once(tmp_path: Path) -> None:
 
 def test_a_message_cut_by_a_fire_counts_in_the_first_segment_only(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
-    write(path, [{"type": "user", "message": {"content": "go"}}, assistant("m1", input_tokens=7)])
+    write_lines(
+        path, [{"type": "user", "message": {"content": "go"}}, assistant("m1", input_tokens=7)]
+    )
     first = claude.usage_since(str(path), None)
     with path.open("ab") as handle:
         handle.write(json.dumps(assistant("m1", input_tokens=7)).encode() + b"\n")
@@ -133,7 +132,7 @@ def test_a_message_cut_by_a_fire_counts_in_the_first_segment_only(tmp_path: Path
 
 def test_unknown_is_none_never_zero(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
-    write(path, [{"type": "user", "message": {"content": "go"}},
+    write_lines(path, [{"type": "user", "message": {"content": "go"}},
                  {"type": "assistant", "message": {"id": "m1", "content": []}}])  # fmt: skip
     spent = claude.usage_since(str(path), None)
     assert spent.usage is None and spent.end == path.stat().st_size  # read, but no usage in it
@@ -144,7 +143,7 @@ def test_unknown_is_none_never_zero(tmp_path: Path) -> None:
 def test_a_line_still_being_written_waits_for_the_next_fire(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     half = json.dumps(assistant("m2", output_tokens=9)).encode()
-    write(path, [{"type": "user", "message": {"content": "go"}}, assistant("m1", output_tokens=4)],
+    write_lines(path, [{"type": "user", "message": {"content": "go"}}, assistant("m1", output_tokens=4)],
           tail=half[:20])  # fmt: skip
     first = claude.usage_since(str(path), None)
     assert first.usage is not None and first.usage.total == 4
@@ -160,7 +159,7 @@ def test_a_segment_longer_than_the_tail_is_unknown(tmp_path: Path) -> None:
 
     path = tmp_path / "t.jsonl"
     filler = [{"type": "progress", "pad": "x" * 100}] * 50
-    write(path, [assistant("m1", input_tokens=1), *filler, assistant("m2", input_tokens=2)])
+    write_lines(path, [assistant("m1", input_tokens=1), *filler, assistant("m2", input_tokens=2)])
     cut = read_segment(str(path), 0, lambda line: False, tail=1024)
     assert cut is not None and cut.lines is None and cut.end == path.stat().st_size
     near = read_segment(str(path), path.stat().st_size - 100, lambda line: False, tail=1024)
@@ -169,47 +168,11 @@ def test_a_segment_longer_than_the_tail_is_unknown(tmp_path: Path) -> None:
 
 def test_a_replaced_transcript_is_read_from_its_human_turn(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
-    write(path, [{"type": "user", "message": {"content": "go"}}, assistant("m1", input_tokens=5)])
+    write_lines(
+        path, [{"type": "user", "message": {"content": "go"}}, assistant("m1", input_tokens=5)]
+    )
     spent = claude.usage_since(str(path), 10**6)  # the mark lies past the end of this file
     assert spent.usage is not None and spent.usage.total == 5
-
-
-def test_codex_parts_and_a_running_total_that_goes_back(tmp_path: Path) -> None:
-    def count(inp: int, cached: int, written: int, out: int) -> dict[str, object]:
-        usage = {"input_tokens": inp, "cached_input_tokens": cached,
-                 "cache_write_input_tokens": written, "output_tokens": out}  # fmt: skip
-        return {"type": "event_msg", "payload": {"type": "token_count",
-                                                 "info": {"total_token_usage": usage}}}  # fmt: skip
-
-    path = tmp_path / "t.jsonl"
-    started = {"type": "event_msg", "payload": {"type": "task_started"}}
-    words = {"type": "response_item", "payload": {"type": "message", "text": "task_started"}}
-    write(path, [count(100, 50, 0, 10), started, count(600, 400, 0, 20), words,
-                 count(1100, 850, 100, 30)])  # fmt: skip
-    spent = codex.usage_since(str(path), None)
-    assert spent.usage is not None
-    assert spent.usage.to_json() == {
-        "input": 100, "output": 20, "cache_read": 800, "cache_write": 100, "total": 1020
-    }  # fmt: skip
-    with path.open("ab") as handle:
-        handle.write(json.dumps(count(5, 0, 0, 1)).encode() + b"\n")
-    assert codex.usage_since(str(path), spent.end).usage is None
-
-
-def test_gemini_counts_cached_thoughts_and_tool_prompts(tmp_path: Path) -> None:
-    path = tmp_path / "t.jsonl"
-    tokens = {"input": 1000, "output": 20, "cached": 600, "thoughts": 30, "tool": 5, "total": 1055}
-    write(path, [
-        {"id": "u1", "type": "user", "content": [{"text": "do it"}]},
-        {"id": "g1", "type": "gemini", "content": "", "tokens": tokens},
-        {"id": "u2", "type": "user", "content": [{"text": "run-continuation: roadmap ..."}]},
-        {"id": "g2", "type": "gemini", "content": "", "tokens": tokens},
-    ])  # fmt: skip
-    spent = gemini.usage_since(str(path), None)  # our continuation is not the person's turn
-    assert spent.usage is not None
-    assert spent.usage.to_json() == {
-        "input": 810, "output": 100, "cache_read": 1200, "cache_write": 0, "total": 2110
-    }  # fmt: skip
 
 
 def test_claude_waits_a_moment_for_the_reply_it_stopped_on(tmp_path: Path) -> None:
@@ -220,7 +183,7 @@ def test_claude_waits_a_moment_for_the_reply_it_stopped_on(tmp_path: Path) -> No
     call = {**assistant("m1", input_tokens=5), "message": {
         "id": "m1", "stop_reason": "tool_use", "usage": {"input_tokens": 5}}}  # fmt: skip
     result = {"type": "user", "message": {"content": [{"type": "tool_result", "content": "ok"}]}}
-    write(path, [{"type": "user", "message": {"content": "go"}}, call, result])
+    write_lines(path, [{"type": "user", "message": {"content": "go"}}, call, result])
     late = threading.Timer(0.2, lambda: path.open("a").write(json.dumps(assistant("m2", output_tokens=7)) + "\n"))  # fmt: skip
     late.start()
     started = time.monotonic()

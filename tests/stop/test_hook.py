@@ -13,8 +13,8 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 
 from agentcfg import claims
+from testing.simhost import SimulatedHost
 from tests.conftest import FIXTURES, SESSION, fire, fixture_payload, hook_env, ledger, run_cli
-from tests.simhost import SimulatedHost
 
 
 def events(root: Path) -> list[str]:

@@ -13,8 +13,8 @@ from syrupy.assertion import SnapshotAssertion
 
 from agentcfg import claims
 from agentcfg.workspace import Workspace
+from testing.simhost import FireResult, SimulatedHost
 from tests.conftest import fire, ledger, run_cli, write_roadmap
-from tests.simhost import FireResult, SimulatedHost
 
 
 def events(root: Path) -> list[str]:

@@ -10,7 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.simhost import SimulatedHost
+from testing.simhost import SimulatedHost
 
 _ANSI = {
     "bold": "\033[1m",

@@ -99,7 +99,11 @@ class SimulatedHost:
         self._assistant([{"type": "text", "text": text}])
 
     def _assistant(self, content: list[dict[str, Any]]) -> None:
-        message = {"id": f"msg_{uuid.uuid4().hex}", "role": "assistant", "content": content}
+        message: dict[str, Any] = {
+            "id": f"msg_{uuid.uuid4().hex}",
+            "role": "assistant",
+            "content": content,
+        }
         if self.usage is not None:
             message["usage"] = self.usage
         self._append({"type": "assistant", "message": message})

@@ -1,5 +1,5 @@
-"""The OpenCode plugin agentcfg writes, run by node with a stand-in OpenCode client: what it sends
-the real stop hook, and what it does with each answer."""
+"""OpenCode: the plugin agentcfg writes, run by node with a stand-in OpenCode client (what it
+sends the real stop hook, and what it does with each answer), and where `hooks install` puts it."""
 
 from __future__ import annotations
 
@@ -17,15 +17,11 @@ import pytest
 from agentcfg import install
 from agentcfg.hosts import opencode
 from tests.conftest import ledger, run_cli
+from tests.hosts.shared import FIXTURES
 
 NODE = shutil.which("node")
 DRIVER = Path(__file__).with_name("opencode_plugin_driver.mjs")
-MESSAGES = (
-    Path(__file__).parent.parent
-    / "fixtures"
-    / "opencode-1.18.33"
-    / "opencode-session-messages.json"
-)
+MESSAGES = FIXTURES / "opencode-1.18.33" / "opencode-session-messages.json"
 SESSION = "ses_dd2ebfa6cffeEr5L003RS6JTI4"  # the captured session's id
 FIRST_PROMPT = "msg_22d1405d9001JKZ9slOHZqMXYN"
 
@@ -148,3 +144,30 @@ def test_the_payload_the_plugin_builds(ws: Path, tmp_path: Path) -> None:
         "stop_hook_active": True,  # the captured session's last user message is a continuation
         "interrupted": True,
     }
+
+
+def test_opencode_plugin_install_is_ours_alone(ws: Path) -> None:
+    path = ws / ".opencode" / "plugin" / "agentcfg.js"
+    assert run_cli("hooks", "install", "--host", "opencode").exit_code == 0
+    source = path.read_text()
+    assert opencode.registered({"source": source}) == [install.hook_command("opencode")]
+    assert "unchanged" in run_cli("hooks", "install", "--host", "opencode").output
+    run_cli("hooks", "uninstall", "--host", "opencode")
+    assert not path.exists()
+    path.parent.mkdir()
+    path.write_text("export const Mine = async () => ({});\n")  # a plugin of the person's
+    refused = run_cli("hooks", "install", "--host", "opencode")
+    assert refused.exit_code == 1 and "not the plugin agentcfg writes" in refused.output
+    assert "unchanged" in run_cli("hooks", "uninstall", "--host", "opencode").output
+    assert path.read_text() == "export const Mine = async () => ({});\n"
+
+
+def test_opencode_user_scope_follows_xdg_config_home(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    assert opencode.config_path("user", tmp_path, home, {}) == (
+        home / ".config" / "opencode" / "plugin" / "agentcfg.js"
+    )
+    xdg = {"XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    assert opencode.config_path("user", tmp_path, home, xdg) == (
+        tmp_path / "xdg" / "opencode" / "plugin" / "agentcfg.js"
+    )

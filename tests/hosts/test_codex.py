@@ -1,5 +1,5 @@
-"""What each host needs before it runs our hook: Codex's trust written by `hooks install --trust`
-and taken out by `hooks uninstall`, and the findings `doctor` and install give per host."""
+"""Codex: the fires of one turn captured from the real Codex 0.169.0, its plugin tables, its
+token usage, and the trust `hooks install --trust` writes and `hooks uninstall` takes out."""
 
 from __future__ import annotations
 
@@ -10,8 +10,11 @@ import pytest
 
 from agentcfg import install
 from agentcfg.hosts import codex
+from agentcfg.hosts.registry import detect
 from tests.conftest import run_cli
+from tests.hosts.shared import FIXTURES, captured, findings, plugin_of, write, write_lines
 
+CODEX = FIXTURES / "codex-0.169.0"
 CONFIG = """# my Codex settings
 model = "o3"  # the model I like
 
@@ -21,6 +24,55 @@ trust_level = "trusted"
 [mcp_servers.docs]
 command = "docs-server"
 """
+
+
+def test_codex_fires_of_one_turn(tmp_path: Path) -> None:
+    fires = captured(CODEX, "stop-payloads.json", CODEX / "transcript.jsonl")
+    events = [detect(p).to_event(p) for p in fires]
+    assert {e.host for e in events} == {"codex"}
+    assert {e.turn_id for e in events} == {"01a22ce4-da7b-7f60-8a96-9b5340e7d970"}
+    assert [e.stop_hook_active for e in events] == [False, True, True, True]
+    assert {e.last_assistant_message for e in events} == {"That step is done."}
+    assert not any(e.is_subagent for e in events)
+
+
+@pytest.mark.parametrize(
+    ("config", "found"),
+    [
+        ('[plugins."agentcfg@mine"]\nenabled = false\n', None),
+        ('[plugins."agentcfg@mine"]  # ours\nenabled = true # yes\n', "agentcfg@mine"),
+        ('[plugins."other@mine"]\nenabled = true\n[projects."/x"]\nenabled = false\n', None),
+        ('[plugins."agentcfg@a"]\nenabled = false\n[plugins."agentcfg@b"]\n', "agentcfg@b"),
+        ("[plugins\n\x00", None),
+    ],
+)
+def test_codex_reads_its_plugin_tables(ws: Path, config: str, found: str | None) -> None:
+    codex_home = ws.parent / "elsewhere"
+    write(codex_home / "config.toml", config)
+    plugin = plugin_of("codex", ws, {"CODEX_HOME": str(codex_home)})
+    assert (plugin.remove.split()[-1] if plugin else None) == found
+
+
+def test_codex_parts_and_a_running_total_that_goes_back(tmp_path: Path) -> None:
+    def count(inp: int, cached: int, written: int, out: int) -> dict[str, object]:
+        usage = {"input_tokens": inp, "cached_input_tokens": cached,
+                 "cache_write_input_tokens": written, "output_tokens": out}  # fmt: skip
+        return {"type": "event_msg", "payload": {"type": "token_count",
+                                                 "info": {"total_token_usage": usage}}}  # fmt: skip
+
+    path = tmp_path / "t.jsonl"
+    started = {"type": "event_msg", "payload": {"type": "task_started"}}
+    words = {"type": "response_item", "payload": {"type": "message", "text": "task_started"}}
+    write_lines(path, [count(100, 50, 0, 10), started, count(600, 400, 0, 20), words,
+                 count(1100, 850, 100, 30)])  # fmt: skip
+    spent = codex.usage_since(str(path), None)
+    assert spent.usage is not None
+    assert spent.usage.to_json() == {
+        "input": 100, "output": 20, "cache_read": 800, "cache_write": 100, "total": 1020
+    }  # fmt: skip
+    with path.open("ab") as handle:
+        handle.write(json.dumps(count(5, 0, 0, 1)).encode() + b"\n")
+    assert codex.usage_since(str(path), spent.end).usage is None
 
 
 def test_the_hash_is_the_one_codex_reports() -> None:
@@ -36,10 +88,6 @@ def codex_home(ws: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home.mkdir()
     monkeypatch.setenv("CODEX_HOME", str(home))
     return home
-
-
-def findings(host: str) -> list[dict[str, str]]:
-    return [f for f in json.loads(run_cli("doctor", "--json").output) if f["subject"] == host]
 
 
 def test_install_names_the_missing_trust_and_trust_writes_it(ws: Path, codex_home: Path) -> None:
@@ -103,30 +151,3 @@ def test_conflicting_trust_tables_are_refused_and_left_alone(ws: Path, codex_hom
     assert result.exit_code == 1
     assert "trust them by hand" in result.output
     assert (codex_home / "config.toml").read_text() == conflict
-
-
-def test_gemini_needs_a_trusted_folder_and_hooks_on(ws: Path) -> None:
-    run_cli("hooks", "install", "--host", "gemini")
-    assert [f["level"] for f in findings("gemini")] == ["error"]
-    gemini = ws.parent / "home" / ".gemini"
-    gemini.mkdir(parents=True)
-    (gemini / "trustedFolders.json").write_text(json.dumps({str(ws.parent): "TRUST_FOLDER"}))
-    assert [f["level"] for f in findings("gemini")] == ["ok"]
-    (gemini / "settings.json").write_text(json.dumps({"hooksConfig": {"enabled": False}}))
-    off = findings("gemini")
-    assert [f["level"] for f in off] == ["error", "ok"]
-    assert "hooksConfig.enabled: false" in off[0]["message"]
-
-
-def test_claude_settings_that_switch_hooks_off(ws: Path) -> None:
-    run_cli("hooks", "install", "--host", "claude")
-    assert findings("claude") == []
-    (ws / ".claude" / "settings.local.json").write_text(json.dumps({"disableAllHooks": True}))
-    found = findings("claude")
-    assert [f["level"] for f in found] == ["error"]
-    assert "settings.local.json" in found[0]["message"]
-
-
-def test_cursor_is_stated_as_not_proven(ws: Path) -> None:
-    run_cli("hooks", "install", "--host", "cursor")
-    assert "not proven against a real Cursor binary" in findings("cursor")[0]["message"]

@@ -1,5 +1,5 @@
-"""The Gemini CLI and Codex adapters on payloads and session files captured from the real
-binaries (Gemini CLI 0.61.0, Codex 0.169.0), and a claim bound through its printed token."""
+"""Gemini CLI: payloads and the session file captured from the real Gemini CLI 0.61.0, a claim
+bound through the token its session file shows, its token usage, and the trust it needs."""
 
 from __future__ import annotations
 
@@ -7,20 +7,14 @@ import json
 import re
 import shutil
 from pathlib import Path
-from typing import Any
 
 from agentcfg.claims import session_key
+from agentcfg.hosts import gemini
 from agentcfg.hosts.registry import adapter, detect
 from tests.conftest import fire, hook_env, ledger, run_cli
+from tests.hosts.shared import FIXTURES, captured, findings, write_lines
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 GEMINI = FIXTURES / "gemini-cli-0.61.0"
-CODEX = FIXTURES / "codex-0.169.0"
-
-
-def captured(folder: Path, name: str, transcript: Path) -> list[dict[str, Any]]:
-    payloads: list[dict[str, Any]] = json.loads((folder / name).read_text())
-    return [{**p, "transcript_path": str(transcript)} for p in payloads]
 
 
 def test_gemini_fires_of_one_human_turn(tmp_path: Path) -> None:
@@ -58,16 +52,6 @@ def test_gemini_without_its_session_file_falls_back_to_the_prompt(tmp_path: Path
     event = adapter("gemini").to_event(payload)
     assert event.turn_id.startswith("prompt-")
     assert event.last_assistant_message == payload["prompt_response"]  # nothing to cut it with
-
-
-def test_codex_fires_of_one_turn(tmp_path: Path) -> None:
-    fires = captured(CODEX, "stop-payloads.json", CODEX / "transcript.jsonl")
-    events = [detect(p).to_event(p) for p in fires]
-    assert {e.host for e in events} == {"codex"}
-    assert {e.turn_id for e in events} == {"01a22ce4-da7b-7f60-8a96-9b5340e7d970"}
-    assert [e.stop_hook_active for e in events] == [False, True, True, True]
-    assert {e.last_assistant_message for e in events} == {"That step is done."}
-    assert not any(e.is_subagent for e in events)
 
 
 def pending_token(ws: Path) -> str:
@@ -116,3 +100,32 @@ def test_an_expired_pending_claim_is_dropped(ws: Path) -> None:
     payload = captured(GEMINI, "afteragent-payloads.json", mine)[0]
     assert fire(ws, {**payload, "cwd": str(ws)}, env=hook_env(ws)).stdout == ""
     assert not path.exists()
+
+
+def test_gemini_counts_cached_thoughts_and_tool_prompts(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    tokens = {"input": 1000, "output": 20, "cached": 600, "thoughts": 30, "tool": 5, "total": 1055}
+    write_lines(path, [
+        {"id": "u1", "type": "user", "content": [{"text": "do it"}]},
+        {"id": "g1", "type": "gemini", "content": "", "tokens": tokens},
+        {"id": "u2", "type": "user", "content": [{"text": "run-continuation: roadmap ..."}]},
+        {"id": "g2", "type": "gemini", "content": "", "tokens": tokens},
+    ])  # fmt: skip
+    spent = gemini.usage_since(str(path), None)  # our continuation is not the person's turn
+    assert spent.usage is not None
+    assert spent.usage.to_json() == {
+        "input": 810, "output": 100, "cache_read": 1200, "cache_write": 0, "total": 2110
+    }  # fmt: skip
+
+
+def test_gemini_needs_a_trusted_folder_and_hooks_on(ws: Path) -> None:
+    run_cli("hooks", "install", "--host", "gemini")
+    assert [f["level"] for f in findings("gemini")] == ["error"]
+    gemini = ws.parent / "home" / ".gemini"
+    gemini.mkdir(parents=True)
+    (gemini / "trustedFolders.json").write_text(json.dumps({str(ws.parent): "TRUST_FOLDER"}))
+    assert [f["level"] for f in findings("gemini")] == ["ok"]
+    (gemini / "settings.json").write_text(json.dumps({"hooksConfig": {"enabled": False}}))
+    off = findings("gemini")
+    assert [f["level"] for f in off] == ["error", "ok"]
+    assert "hooksConfig.enabled: false" in off[0]["message"]
