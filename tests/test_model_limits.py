@@ -17,7 +17,10 @@ from tests.e2e.limits import RATE, Limit
 
 REQUESTS = {
     "claude": ("/v1/messages", {"stream": False, "messages": [{"role": "user", "content": "hi"}]}),
-    "gemini": ("/v1beta/models/m:generateContent", {"contents": [{"parts": [{"text": "hi"}]}]}),
+    "gemini": (
+        "/v1beta/models/m:streamGenerateContent?alt=sse",
+        {"contents": [{"parts": [{"text": "hi"}]}]},
+    ),
     "codex": ("/v1/responses", {"input": [{"type": "message", "content": "hi"}]}),
 }
 

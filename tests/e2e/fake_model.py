@@ -219,7 +219,7 @@ WIRES: dict[str, Wire] = {"claude": claude, "gemini": gemini, "codex": codex}
 
 MODEL_PATHS = {
     "claude": ("/v1/messages",),
-    "gemini": ("generateContent",),
+    "gemini": ("generatecontent",),
     "codex": ("/responses",),
 }
 
@@ -232,7 +232,7 @@ def serve(
     wire = WIRES[host]
 
     def limited(path: str) -> bool:
-        model = any(p in path for p in MODEL_PATHS[host]) and "count_tokens" not in path
+        model = any(p in path.lower() for p in MODEL_PATHS[host]) and "count_tokens" not in path
         return limit is not None and model and limit.refuses()
 
     class Handler(BaseHTTPRequestHandler):
