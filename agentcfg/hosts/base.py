@@ -66,10 +66,13 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
             go further; None when the host has no such cap."""
 
         def plugin(self, root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None: ...
-        def usage_since(self, path: str, start: int | None) -> Spent: ...
+        def usage_since(self, path: str, start: int | None, settle: float) -> Spent:
+            """Tokens spent since offset `start` of the transcript at `path`; a host that may
+            fire before its reply is written waits at most `settle` seconds for it."""
 
 
 HOOK_TIMEOUT = 30  # seconds a host waits on the hook; the stop chain itself gives up after 3
+SETTLE = 1.0  # seconds a fire waits at most for the host to write the reply it stopped on
 
 
 @dataclass(frozen=True)

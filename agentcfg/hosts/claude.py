@@ -168,22 +168,20 @@ def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:
     return None
 
 
-SETTLE = 1.0  # seconds to wait for Claude Code to write the reply its Stop hook fired on
-
-
-def usage_since(path: str, start: int | None) -> Spent:
+def usage_since(path: str, start: int | None, settle: float) -> Spent:
     """Tokens spent since offset `start` (None: since the human turn began): each assistant
     message's `usage`, which Claude Code copies onto every line of a message.
 
     Claude Code may run the hook before the reply it stopped on is in the transcript; while
-    the segment does not end on a reply, the file is watched a moment for it to grow.
+    the segment does not end on a reply, the file is watched up to `settle` seconds for it
+    to grow.
     """
     import os
     import time
 
     from agentcfg.transcript import NOT_READ, Spent, human_line, per_message, read_segment
 
-    deadline = time.monotonic() + SETTLE
+    deadline = time.monotonic() + settle
     segment = read_segment(path, start, human_line)
     seen = -1
     while (

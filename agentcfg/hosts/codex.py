@@ -324,7 +324,7 @@ def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:
     return None
 
 
-def usage_since(path: str, start: int | None) -> Spent:
+def usage_since(path: str, start: int | None, settle: float) -> Spent:
     """Tokens spent since offset `start` (None: since the turn began): the growth of the last
     cumulative `total_token_usage` of `token_count` events across the segment."""
     from agentcfg.transcript import NOT_READ, Spent, read_segment

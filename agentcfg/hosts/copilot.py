@@ -207,7 +207,7 @@ def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:
     return None  # we ship no Copilot CLI plugin: `hooks install` is the only route
 
 
-def usage_since(path: str, start: int | None) -> Spent:
+def usage_since(path: str, start: int | None, settle: float) -> Spent:
     from agentcfg.transcript import NOT_READ
 
     return NOT_READ  # unknown: no captured Copilot CLI events file shows where it records usage

@@ -160,7 +160,7 @@ def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:
     return None  # we ship no Cursor plugin: `hooks install` is the only route
 
 
-def usage_since(path: str, start: int | None) -> Spent:
+def usage_since(path: str, start: int | None, settle: float) -> Spent:
     from agentcfg.transcript import NOT_READ
 
     return NOT_READ  # Cursor's transcript records no token usage

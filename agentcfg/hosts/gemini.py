@@ -269,7 +269,7 @@ def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:
     return Plugin(folder, f"gemini extensions uninstall {PLUGIN}")
 
 
-def usage_since(path: str, start: int | None) -> Spent:
+def usage_since(path: str, start: int | None, settle: float) -> Spent:
     """Tokens spent since offset `start` (None: since the person's prompt): each model message's
     `tokens`, counted once though Gemini writes a message again as it grows."""
     from agentcfg.transcript import NOT_READ, Spent, per_message, read_segment

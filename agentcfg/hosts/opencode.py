@@ -201,7 +201,7 @@ def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:
     return None  # `hooks install` writes our OpenCode plugin itself: there is no second route
 
 
-def usage_since(path: str, start: int | None) -> Spent:
+def usage_since(path: str, start: int | None, settle: float) -> Spent:
     from agentcfg.transcript import NOT_READ
 
     return NOT_READ  # unknown: OpenCode keeps its messages in a database, not in a transcript file

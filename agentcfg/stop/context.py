@@ -17,7 +17,7 @@ from agentcfg.core import phrases
 from agentcfg.core.ladder import Caps
 from agentcfg.core.roadmap import Roadmap, Scan, scan
 from agentcfg.errors import AgentcfgError
-from agentcfg.hosts.base import StopEvent
+from agentcfg.hosts.base import SETTLE, StopEvent
 from agentcfg.paths import session_key, sha256_hex
 from agentcfg.transcript import Spent, TurnInfo, read_tail, read_turn
 from agentcfg.workspace import Workspace
@@ -27,13 +27,20 @@ class HookContext:
     """Everything the concerns of one fire may ask, each read at most once and only if asked."""
 
     def __init__(
-        self, event: StopEvent, ws: Workspace, config: Config, env: Mapping[str, str], now: float
+        self,
+        event: StopEvent,
+        ws: Workspace,
+        config: Config,
+        env: Mapping[str, str],
+        now: float,
+        settle: float = SETTLE,
     ) -> None:
         self.event = event
         self.ws = ws
         self.config = config
         self.env = env
         self.now = now
+        self.settle = settle  # seconds to wait at most for a reply the host has yet to write
         self.key = session_key(event.session_id)
         self.problem: str | None = None  # why a claimed roadmap could not be read
         # what the fire has read so far, for the ledger: logging must not start a parse
@@ -156,7 +163,7 @@ class HookContext:
 
         path = self.event.transcript_path
         start = mark[1] if mark is not None and mark[0] == path else None
-        return adapter(self.event.host).usage_since(path, start)
+        return adapter(self.event.host).usage_since(path, start, self.settle)
 
     def refusal_path(self) -> Path:
         return self.ws.state / "refusals" / f"{self.key}.json"

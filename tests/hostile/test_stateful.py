@@ -41,9 +41,6 @@ BOX = re.compile(r"- \[([ x])\]")
 class Fires(RuleBasedStateMachine):
     @initialize()
     def setup(self) -> None:
-        from agentcfg.hosts import claude
-
-        claude.SETTLE = 0.0  # the machine's transcript never grows: no fire waits for a reply
         self.folder = Path(tempfile.mkdtemp(prefix="agentcfg-stateful-"))
         (self.folder / "roadmaps").mkdir()
         self.roadmap = self.folder / "roadmaps" / "r.md"
@@ -103,7 +100,8 @@ class Fires(RuleBasedStateMachine):
         present = self.roadmap.exists()
         counts = scan(parse_roadmap(self.roadmap.read_text())).counts if present else None
         before = len(self.ledger())
-        verdict = decide(HookContext(event, self.ws, self.config, {}, self.now))
+        # the machine's transcript never grows while a fire reads it: no fire waits for a reply
+        verdict = decide(HookContext(event, self.ws, self.config, {}, self.now, settle=0.0))
         added = self.ledger()[before:]
         new = [e["event"] for e in added]
         self.recorded += sum(e["tokens"]["total"] for e in added if e.get("tokens"))

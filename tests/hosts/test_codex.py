@@ -65,14 +65,14 @@ def test_codex_parts_and_a_running_total_that_goes_back(tmp_path: Path) -> None:
     words = {"type": "response_item", "payload": {"type": "message", "text": "task_started"}}
     write_lines(path, [count(100, 50, 0, 10), started, count(600, 400, 0, 20), words,
                  count(1100, 850, 100, 30)])  # fmt: skip
-    spent = codex.usage_since(str(path), None)
+    spent = codex.usage_since(str(path), None, settle=0.0)
     assert spent.usage is not None
     assert spent.usage.to_json() == {
         "input": 100, "output": 20, "cache_read": 800, "cache_write": 100, "total": 1020
     }  # fmt: skip
     with path.open("ab") as handle:
         handle.write(json.dumps(count(5, 0, 0, 1)).encode() + b"\n")
-    assert codex.usage_since(str(path), spent.end).usage is None
+    assert codex.usage_since(str(path), spent.end, settle=0.0).usage is None
 
 
 def test_the_hash_is_the_one_codex_reports() -> None:
