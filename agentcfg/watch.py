@@ -207,8 +207,11 @@ def follow(
     env: Mapping[str, str],
     clock: Callable[[], float] = time.time,
     interval: float = 0.5,
+    sleep: Callable[[float], None] = time.sleep,
+    read: Callable[[Workspace, Mapping[str, str], LedgerTail], list[RunView]] = snapshot,
 ) -> None:
-    """Redraw while the ledger, a claim, a run or a roadmap changes; return on Ctrl-C."""
+    """Redraw while the ledger, a claim, a run or a roadmap changes; return on Ctrl-C.
+    The runs are read again only when something changed."""
     ledger = LedgerTail(ws)
     seen: object = None
     views: list[RunView] = []
@@ -217,9 +220,9 @@ def follow(
             while True:
                 now_seen = _signature(ws)
                 if now_seen != seen:
-                    seen, views = now_seen, snapshot(ws, env, ledger)
+                    seen, views = now_seen, read(ws, env, ledger)
                 live.update(render(views, clock()), refresh=True)  # ages move on regardless
-                time.sleep(interval)
+                sleep(interval)
     except KeyboardInterrupt:
         return
 

@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from agentcfg.cli import cli
+from agentcfg.commands import Clock
 
 REPO = Path(__file__).resolve().parent.parent
 # payloads and a transcript captured from the real Claude Code 2.1.197
@@ -45,8 +46,11 @@ def write_roadmap(root: Path, slug: str, body: str, mode: str | None = "autonomo
     return path
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None) -> Result:
-    return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+def run_cli(*args: str, env: dict[str, str] | None = None, at: list[float] | None = None) -> Result:
+    """Run a command in process; `at` pins the time it acts at to its last moment (a test
+    appends to move it), the system's time otherwise."""
+    clock = Clock(now=lambda: at[-1]) if at is not None else None
+    return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False, obj=clock)
 
 
 def cli_process(root: Path, *args: str) -> subprocess.CompletedProcess[str]:

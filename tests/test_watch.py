@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from syrupy.assertion import SnapshotAssertion
 
 from agentcfg import claims, controls, state, watch
+from agentcfg.cli import cli
+from agentcfg.commands import Clock
 from agentcfg.workspace import Workspace
 from tests.conftest import cli_process, run_cli, write_roadmap
 
@@ -36,11 +40,8 @@ def busy(ws: Path) -> Path:
     return ws
 
 
-def test_one_frame(
-    busy: Path, monkeypatch: pytest.MonkeyPatch, snapshot: SnapshotAssertion
-) -> None:
-    monkeypatch.setattr("agentcfg.commands.watch.now", lambda: T0 + 600)
-    result = run_cli("watch", "--once")
+def test_one_frame(busy: Path, snapshot: SnapshotAssertion) -> None:
+    result = run_cli("watch", "--once", at=[T0 + 600])
     assert result.exit_code == 0
     assert result.output == snapshot
 
@@ -89,15 +90,12 @@ def test_the_signature_moves_with_ledger_roadmaps_and_claims(ws: Path) -> None:
     assert watch._signature(root) == seen[-1]
 
 
-def test_follow_redraws_on_change_and_quits_cleanly_on_ctrl_c(
-    busy: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    snapshots: list[int] = []
-    real = watch.snapshot
+def test_follow_redraws_on_change_and_quits_cleanly_on_ctrl_c(busy: Path) -> None:
+    reads: list[int] = []
 
-    def counted(*args: object) -> list[watch.RunView]:
-        snapshots.append(1)
-        return real(*args)  # type: ignore[arg-type]
+    def counted(*args: Any) -> list[watch.RunView]:
+        reads.append(1)
+        return watch.snapshot(*args)
 
     naps = iter([None, None, KeyboardInterrupt()])
 
@@ -105,13 +103,20 @@ def test_follow_redraws_on_change_and_quits_cleanly_on_ctrl_c(
         step = next(naps)
         if step is not None:
             raise step
-        if len(snapshots) == 1:  # something changes between the first and second draw
+        if len(reads) == 1:  # something changes between the first and second draw
             append(busy, "engage", T0 + 700, "r", "demo")
 
-    monkeypatch.setattr(watch, "snapshot", counted)
-    monkeypatch.setattr(watch.time, "sleep", nap)
-    result = run_cli("watch")
-    assert (result.exit_code, len(snapshots)) == (0, 2)  # three draws, two reads
+    watch.follow(Workspace(busy), {}, lambda: T0 + 600, sleep=nap, read=counted)
+    assert len(reads) == 2  # three draws, two reads
+
+
+def test_the_command_follows_until_ctrl_c(busy: Path) -> None:
+    def interrupt(seconds: float) -> None:
+        raise KeyboardInterrupt
+
+    result = CliRunner().invoke(cli, ["watch"], obj=Clock(now=lambda: T0 + 600, sleep=interrupt))
+    assert result.exit_code == 0
+    assert "2 claimed runs" in result.output and "12,345" in result.output
 
 
 def test_once_as_a_process(busy: Path) -> None:

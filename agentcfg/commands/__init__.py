@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -17,8 +19,23 @@ def workspace() -> Workspace:
     return find_root(os.getcwd(), os.environ)
 
 
+@dataclass(frozen=True)
+class Clock:
+    """The time commands act at and how they wait: the system's, unless the CLI is invoked
+    with another as its context object (`cli.main(obj=Clock(...))`, as tests pin the time)."""
+
+    now: Callable[[], float] = time.time
+    sleep: Callable[[float], None] = time.sleep
+
+
+def clock() -> Clock:
+    context = click.get_current_context(silent=True)
+    found = context.find_object(Clock) if context is not None else None
+    return found if found is not None else Clock()
+
+
 def now() -> float:
-    return time.time()
+    return clock().now()
 
 
 def say(text: str, err: bool = False) -> None:

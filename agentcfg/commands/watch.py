@@ -6,7 +6,7 @@ import os
 
 import click
 
-from agentcfg.commands import now, workspace
+from agentcfg.commands import clock, workspace
 
 
 @click.command("watch")
@@ -18,7 +18,8 @@ def watch(once: bool) -> None:
     """
     from agentcfg import watch as live  # rich loads only for this command
 
+    time = clock()
     if once:
-        click.echo(live.frame(workspace(), os.environ, now()), nl=False)
+        click.echo(live.frame(workspace(), os.environ, time.now()), nl=False)
     else:
-        live.follow(workspace(), os.environ)
+        live.follow(workspace(), os.environ, time.now, sleep=time.sleep)

@@ -23,11 +23,9 @@ T0 = 1_790_000_000.0
 
 
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    moments = [T0]
-    monkeypatch.setattr("agentcfg.commands.controls.now", lambda: moments[-1])
-    monkeypatch.setattr("agentcfg.commands.sessions.now", lambda: moments[-1])
-    return moments
+def clock() -> list[float]:
+    """The moments the commands act at (`run_cli(..., at=clock)`); append to move it."""
+    return [T0]
 
 
 def marker(root: Path, slug: str = "demo") -> dict[str, object] | None:
@@ -61,14 +59,14 @@ def test_stop_of_an_unknown_roadmap_is_one_line_and_changes_nothing(ws: Path) ->
 
 
 def test_stop_writes_a_marker_and_records_who(ws: Path, clock: list[float]) -> None:
-    assert run_cli("stop", "demo").exit_code == 0
+    assert run_cli("stop", "demo", at=clock).exit_code == 0
     assert marker(ws) == {
         "slug": "demo",
         "stopped_at": "2026-09-21T14:13:20Z",
         "by": "terminal",
         "told": [],
     }
-    assert run_cli("resume", "demo", env={"AGENTCFG_SESSION_ID": "s9"}).exit_code == 0
+    assert run_cli("resume", "demo", env={"AGENTCFG_SESSION_ID": "s9"}, at=clock).exit_code == 0
     assert marker(ws) is None
     assert control_events(ws) == [
         ("stop-requested", "demo", "terminal"),
@@ -77,10 +75,10 @@ def test_stop_writes_a_marker_and_records_who(ws: Path, clock: list[float]) -> N
 
 
 def test_stop_is_idempotent(ws: Path, clock: list[float]) -> None:
-    run_cli("stop", "demo", env={"AGENTCFG_SESSION_ID": "s1"})
+    run_cli("stop", "demo", env={"AGENTCFG_SESSION_ID": "s1"}, at=clock)
     first = marker(ws)
     clock.append(T0 + 60)
-    again = run_cli("stop", "demo.md")  # another spelling of the same roadmap
+    again = run_cli("stop", "demo.md", at=clock)  # another spelling of the same roadmap
     assert again.exit_code == 0
     assert "already stopped by s1" in again.output
     assert marker(ws) == first
@@ -89,13 +87,13 @@ def test_stop_is_idempotent(ws: Path, clock: list[float]) -> None:
 
 def test_stop_and_resume_texts(ws: Path, clock: list[float], snapshot: SnapshotAssertion) -> None:
     write_roadmap(ws, "other", "## Phase 1\n- [ ] a\n")
-    run_cli("sessions", "claim", "demo", "--session", "s1")
-    run_cli("sessions", "claim", "other", "--session", "s2")
+    run_cli("sessions", "claim", "demo", "--session", "s1", at=clock)
+    run_cli("sessions", "claim", "other", "--session", "s2", at=clock)
     outputs = [
-        run_cli("stop", "demo").output,
-        run_cli("stop", "--all").output,
-        run_cli("resume", "demo").output,
-        run_cli("resume", "demo").output,
+        run_cli("stop", "demo", at=clock).output,
+        run_cli("stop", "--all", at=clock).output,
+        run_cli("resume", "demo", at=clock).output,
+        run_cli("resume", "demo", at=clock).output,
     ]
     assert outputs == snapshot
 
@@ -107,8 +105,8 @@ def test_stop_all_with_no_live_run(ws: Path) -> None:
 
 
 def test_json_output(ws: Path, clock: list[float]) -> None:
-    run_cli("sessions", "claim", "demo", "--session", "s1")
-    stopped = json.loads(run_cli("stop", "--all", "--json").output)
+    run_cli("sessions", "claim", "demo", "--session", "s1", at=clock)
+    stopped = json.loads(run_cli("stop", "--all", "--json", at=clock).output)
     assert stopped == [
         {
             "slug": "demo",
@@ -119,27 +117,27 @@ def test_json_output(ws: Path, clock: list[float]) -> None:
             "sessions": ["s1"],
         }
     ]
-    resumed = json.loads(run_cli("resume", "demo", "--json").output)
+    resumed = json.loads(run_cli("resume", "demo", "--json", at=clock).output)
     assert resumed == {
         "slug": "demo",
         "resumed": True,
         "by": "terminal",
         "was": {k: v for k, v in stopped[0].items() if k not in ("already", "sessions")},
     }
-    assert json.loads(run_cli("resume", "demo", "--json").output)["resumed"] is False
+    assert json.loads(run_cli("resume", "demo", "--json", at=clock).output)["resumed"] is False
 
 
 def test_a_stopped_roadmap_cannot_be_claimed_even_with_force(
     ws: Path, clock: list[float], snapshot: SnapshotAssertion
 ) -> None:
-    run_cli("stop", "demo")
+    run_cli("stop", "demo", at=clock)
     for extra in ((), ("--force",)):
-        refused = run_cli("sessions", "claim", "demo", "--session", "s1", *extra)
+        refused = run_cli("sessions", "claim", "demo", "--session", "s1", *extra, at=clock)
         assert refused.exit_code == 1
         assert refused.output == snapshot
     assert not (ws / "state" / "claims").exists()
-    run_cli("resume", "demo")
-    assert run_cli("sessions", "claim", "demo", "--session", "s1").exit_code == 0
+    run_cli("resume", "demo", at=clock)
+    assert run_cli("sessions", "claim", "demo", "--session", "s1", at=clock).exit_code == 0
 
 
 def test_two_slugs_of_one_file_share_one_stop(ws: Path) -> None:

@@ -22,11 +22,9 @@ T0 = 1_790_000_000.0  # a fixed "now" for texts that show ages
 
 
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """Pins the commands' clock; append to move it."""
-    moments = [T0]
-    monkeypatch.setattr("agentcfg.commands.sessions.now", lambda: moments[-1])
-    return moments
+def clock() -> list[float]:
+    """The moments the commands act at (`run_cli(..., at=clock)`); append to move it."""
+    return [T0]
 
 
 def claim_file(root: Path, session: str) -> Path:
@@ -34,7 +32,7 @@ def claim_file(root: Path, session: str) -> Path:
 
 
 def test_claim_writes_the_claim_and_a_fresh_run(ws: Path, clock: list[float]) -> None:
-    result = run_cli("sessions", "claim", "demo", "--session", "s1")
+    result = run_cli("sessions", "claim", "demo", "--session", "s1", at=clock)
     assert result.exit_code == 0, result.output
     data = json.loads(claim_file(ws, "s1").read_text())
     assert data == {"slug": "demo", "session_id": "s1", "claimed_at": "2026-09-21T14:13:20Z"}
@@ -56,65 +54,69 @@ def test_claim_output(ws: Path, clock: list[float], snapshot: SnapshotAssertion)
         "90m",
         "--max-tokens",
         "2000000",
+        at=clock,
     )
-    again = run_cli("sessions", "claim", "manual", "--session", "s1")
+    again = run_cli("sessions", "claim", "manual", "--session", "s1", at=clock)
     assert (first.output, again.output) == snapshot
 
 
 def test_reclaim_resets_the_run(ws: Path, clock: list[float]) -> None:
-    run_cli("sessions", "claim", "demo", "--session", "s1")
+    run_cli("sessions", "claim", "demo", "--session", "s1", at=clock)
     run = ws / "state" / "runs" / f"{claims.session_key('s1')}-demo.json"
     data = json.loads(run.read_text())
     data.update(iterations=7, halted="halt-stall")
     run.write_text(json.dumps(data))
-    run_cli("sessions", "claim", "demo", "--session", "s1")
+    run_cli("sessions", "claim", "demo", "--session", "s1", at=clock)
     assert json.loads(run.read_text())["iterations"] == 0
     assert json.loads(run.read_text())["halted"] is None
 
 
 def test_peer_claim_is_refused_then_forced(ws: Path, clock: list[float]) -> None:
-    assert run_cli("sessions", "claim", "demo", "--session", "peer").exit_code == 0
+    assert run_cli("sessions", "claim", "demo", "--session", "peer", at=clock).exit_code == 0
     clock.append(T0 + 3600)
-    refused = run_cli("sessions", "claim", "demo", "--session", "me")
+    refused = run_cli("sessions", "claim", "demo", "--session", "me", at=clock)
     assert refused.exit_code == 1
     assert refused.output == (
         "agentcfg: error: roadmap `demo` is claimed by session peer (1h ago); "
         "pass --force to take it over\n"
     )
     assert not claim_file(ws, "me").exists()
-    forced = run_cli("sessions", "claim", "demo", "--session", "me", "--force")
+    forced = run_cli("sessions", "claim", "demo", "--session", "me", "--force", at=clock)
     assert forced.exit_code == 0
     assert "took roadmap `demo` over from session peer" in forced.output
     assert not claim_file(ws, "peer").exists()
 
 
 def test_old_peer_claim_does_not_block(ws: Path, clock: list[float]) -> None:
-    run_cli("sessions", "claim", "demo", "--session", "peer")
+    run_cli("sessions", "claim", "demo", "--session", "peer", at=clock)
     clock.append(T0 + 4 * 3600)
-    assert run_cli("sessions", "claim", "demo", "--session", "me").exit_code == 0
+    assert run_cli("sessions", "claim", "demo", "--session", "me", at=clock).exit_code == 0
 
 
 def test_release(ws: Path, clock: list[float]) -> None:
-    run_cli("sessions", "claim", "demo", "--session", "s1")
-    result = run_cli("sessions", "release", "--session", "s1")
+    run_cli("sessions", "claim", "demo", "--session", "s1", at=clock)
+    result = run_cli("sessions", "release", "--session", "s1", at=clock)
     assert result.output == "released roadmap `demo` for session s1\n"
     assert not claim_file(ws, "s1").exists()
     assert not list((ws / "state" / "runs").glob("*.json"))
-    assert run_cli("sessions", "release", "--session", "s1").output == "session s1 holds no claim\n"
+    assert (
+        run_cli("sessions", "release", "--session", "s1", at=clock).output
+        == "session s1 holds no claim\n"
+    )
 
 
 def test_list_and_show(ws: Path, clock: list[float], snapshot: SnapshotAssertion) -> None:
     write_roadmap(ws, "doomed", "## Phase 1\n- [ ] a\n")
-    run_cli("sessions", "claim", "demo", "--session", "s1")
-    run_cli("sessions", "claim", "doomed", "--session", "s2")
+    run_cli("sessions", "claim", "demo", "--session", "s1", at=clock)
+    run_cli("sessions", "claim", "doomed", "--session", "s2", at=clock)
     (ws / "roadmaps" / "doomed.md").unlink()
     clock.append(T0 + 125)
-    listing = run_cli("sessions", "list")
-    show = run_cli("sessions", "show", "--session", "s1")
+    listing = run_cli("sessions", "list", at=clock)
+    show = run_cli("sessions", "show", "--session", "s1", at=clock)
     assert (listing.output, show.output) == snapshot
-    rows = json.loads(run_cli("sessions", "list", "--json").output)
+    rows = json.loads(run_cli("sessions", "list", "--json", at=clock).output)
     assert [(r["slug"], r["stale"]) for r in rows] == [("demo", False), ("doomed", True)]
-    shown = json.loads(run_cli("sessions", "show", "--session", "s1", "--json").output)
+    shown = json.loads(run_cli("sessions", "show", "--session", "s1", "--json", at=clock).output)
     assert shown["progress"]["open"] == 3
     assert shown["run"]["iterations"] == 0
 
@@ -147,7 +149,7 @@ def test_session_id_precedence(ws: Path, env: dict[str, str], expected: str) -> 
 def test_without_a_session_id_the_claim_waits_with_a_token(
     ws: Path, clock: list[float], snapshot: SnapshotAssertion
 ) -> None:
-    result = run_cli("sessions", "claim", "demo", "--max-iterations", "4")
+    result = run_cli("sessions", "claim", "demo", "--max-iterations", "4", at=clock)
     assert result.exit_code == 0, result.output
     token = re.search(r"agentcfg-claim-[0-9a-f]{16}", result.output)
     assert token is not None
@@ -155,11 +157,11 @@ def test_without_a_session_id_the_claim_waits_with_a_token(
     pending = json.loads((ws / "state" / "pending" / f"{token.group(0)}.json").read_text())
     assert (pending["slug"], pending["max_iterations"]) == ("demo", 4)
     assert not (ws / "state" / "claims").exists()  # bound to no session yet
-    assert run_cli("sessions", "list").output == "no claims\n"
+    assert run_cli("sessions", "list", at=clock).output == "no claims\n"
 
 
 def test_a_pending_claim_keeps_its_token_budget_when_adopted(ws: Path, clock: list[float]) -> None:
-    result = run_cli("sessions", "claim", "demo", "--max-tokens", "5000")
+    result = run_cli("sessions", "claim", "demo", "--max-tokens", "5000", at=clock)
     assert result.exit_code == 0 and "budget: 5,000 tokens" in result.output
     made = claims.adopt(Workspace(ws), "gemini-session", lambda token: True, clock[0])
     assert made is not None and made.max_tokens == 5000
@@ -167,12 +169,12 @@ def test_a_pending_claim_keeps_its_token_budget_when_adopted(ws: Path, clock: li
 
 
 def test_a_pending_claim_respects_a_peer(ws: Path, clock: list[float]) -> None:
-    assert run_cli("sessions", "claim", "demo", "--session", "peer").exit_code == 0
-    refused = run_cli("sessions", "claim", "demo")
+    assert run_cli("sessions", "claim", "demo", "--session", "peer", at=clock).exit_code == 0
+    refused = run_cli("sessions", "claim", "demo", at=clock)
     assert refused.exit_code == 1
     assert "claimed by session peer" in refused.output
     assert not (ws / "state" / "pending").exists()
-    assert run_cli("sessions", "claim", "demo", "--force").exit_code == 0
+    assert run_cli("sessions", "claim", "demo", "--force", at=clock).exit_code == 0
 
 
 def test_no_session_id_is_one_clear_line(ws: Path) -> None:
@@ -185,9 +187,9 @@ def test_no_session_id_is_one_clear_line(ws: Path) -> None:
 
 @pytest.mark.parametrize("slug", ["../demo", "roadmaps/demo", "missing", "..", "/etc/passwd"])
 def test_bad_slugs_touch_no_state(ws: Path, clock: list[float], slug: str) -> None:
-    run_cli("sessions", "claim", "demo", "--session", "s1")
+    run_cli("sessions", "claim", "demo", "--session", "s1", at=clock)
     before = {p: p.read_bytes() for p in (ws / "state").rglob("*.json")}
-    result = run_cli("sessions", "claim", slug, "--session", "s1")
+    result = run_cli("sessions", "claim", slug, "--session", "s1", at=clock)
     assert result.exit_code == 1
     assert len(result.output.splitlines()) == 1
     assert {p: p.read_bytes() for p in (ws / "state").rglob("*.json")} == before
@@ -279,7 +281,7 @@ def test_stale_claim_is_ignored(ws: Path) -> None:
 def test_claim_starts_a_run_in_the_ledger(ws: Path, clock: list[float]) -> None:
     from tests.conftest import ledger
 
-    run_cli("sessions", "claim", "demo", "--session", "s1", "--max-iterations", "3")
+    run_cli("sessions", "claim", "demo", "--session", "s1", "--max-iterations", "3", at=clock)
     events = ledger(ws, claims=True)
     assert [(e["event"], e["slug"], e["max_iterations"]) for e in events] == [
         ("claimed", "demo", 3)
