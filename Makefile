@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint pytest coverage demo bench e2e clean
+.PHONY: install test test-all test-matrix lint pytest coverage demo bench e2e clean
 
 install: $(STAMP)
 
@@ -20,10 +20,33 @@ lint: install
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/shellcheck plugin/bin/agentcfg
 
+# the unit suite less its long property, stateful and kill tests (`slow`), in file order
 pytest: install
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -m 'not slow'
 
 test: lint pytest
+
+# every test; ORDER='-p randomly' shuffles the run (its seed is printed to repeat it)
+ORDER ?=
+test-all: lint
+	$(VENV)/bin/pytest $(ORDER)
+
+# the unit suite (as `make pytest`) on each Python the package supports that this machine has,
+# each in a venv of its own; one missing is named and skipped
+PYTHONS := 3.10 3.11 3.12 3.13
+PYENV_ROOT ?= $(HOME)/.pyenv
+test-matrix:
+	@set -e; for v in $(PYTHONS); do \
+	  py=; for c in $(PYENV_ROOT)/versions/$$v.*/bin/python$$v $$(command -v python$$v); do \
+	    if [ -x "$$c" ] && "$$c" -c 'pass' 2>/dev/null; then py=$$c; fi; \
+	  done; \
+	  if [ -z "$$py" ]; then echo "test-matrix: Python $$v: not on this machine, skipped"; continue; fi; \
+	  echo "test-matrix: Python $$v: $$py"; \
+	  test -x .venv-$$v/bin/python || "$$py" -m venv .venv-$$v; \
+	  .venv-$$v/bin/python -m pip install --quiet --upgrade pip; \
+	  .venv-$$v/bin/python -m pip install --quiet -e '.[dev]'; \
+	  .venv-$$v/bin/pytest -m 'not slow'; \
+	done
 
 # line coverage of the package, the hook's subprocesses included
 coverage: install
@@ -67,4 +90,4 @@ bench: install
 	$(PY) benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .coverage .coverage.*
+	rm -rf $(VENV) .venv-3.* .mypy_cache .ruff_cache .pytest_cache .coverage .coverage.*

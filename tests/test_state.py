@@ -129,6 +129,7 @@ while True:
 """
 
 
+@pytest.mark.slow
 def test_sigkill_mid_write_leaves_old_or_new_never_torn(tmp_path: Path) -> None:
     target = tmp_path / "state" / "runs" / "r.json"
     state.write_json(target, {"n": 0, "pad": ""})

@@ -29,6 +29,7 @@ def state_is_sound(root: Path) -> None:
             json.loads(line)
 
 
+@pytest.mark.slow
 def test_hook_killed_at_random_moments(ws: Path) -> None:
     host = SimulatedHost(ws)
     host.human("go")

@@ -78,6 +78,7 @@ def test_a_cr_only_file_with_one_line_per_step_has_no_index_error(root: Path) ->
 # -- one file, one roadmap ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_twenty_concurrent_done_through_two_slugs_give_twenty_ticks(ws: Path) -> None:
     body = "".join(f"- [ ] **1.{n}** step <!-- verify: sleep 0.1 -->\n" for n in range(1, 21))
     (ws / "roadmaps" / "many.md").write_text("## Phase 1\n" + body)

@@ -11,6 +11,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
@@ -182,13 +183,22 @@ class Fires(RuleBasedStateMachine):
 SEQUENCES = settings(max_examples=100, stateful_step_count=50, deadline=None)
 
 
+class TestFiresBriefly(Fires.TestCase):
+    """A few sequences for every run of the suite; the three cases below go deep."""
+
+    settings = settings(max_examples=12, stateful_step_count=30, deadline=None)
+
+
+@pytest.mark.slow
 class TestFiresA(Fires.TestCase):
     settings = SEQUENCES
 
 
+@pytest.mark.slow
 class TestFiresB(Fires.TestCase):
     settings = SEQUENCES
 
 
+@pytest.mark.slow
 class TestFiresC(Fires.TestCase):
     settings = SEQUENCES
