@@ -2,13 +2,144 @@
 
 from __future__ import annotations
 
-from agentcfg.core.roadmap import Roadmap, Step
-from agentcfg.core.times import iso
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentcfg import loading, state
+from agentcfg.core.roadmap import Roadmap, Step, scan
+from agentcfg.core.times import iso, parse_iso
 from agentcfg.errors import LeaseError, StepError
-from agentcfg.leases import TTL, Lease, Store
+from agentcfg.leases import TTL, Lease, Store, machine_name
+from agentcfg.paths import FLEET
 from agentcfg.verify import find_step
+from agentcfg.workspace import Workspace
 
 AUTO = "auto"
+
+
+@dataclass(frozen=True)
+class Membership:
+    """This workspace's place in a fleet on one roadmap: who it is, and the step it leases."""
+
+    slug: str
+    holder: str  # the member's own id, kept across the host sessions it starts
+    step: str
+    fence: int
+    ttl: float
+    expires: float  # as last taken or renewed: a turn end renews it once half the time is gone
+    coordinate: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "slug": self.slug,
+            "holder": self.holder,
+            "step": self.step,
+            "fence": self.fence,
+            "ttl": self.ttl,
+            "expires": iso(self.expires),
+            "coordinate": self.coordinate,
+        }
+
+    @classmethod
+    def of(cls, lease: Lease, ttl: float, coordinate: str | None) -> Membership:
+        return cls(
+            lease.slug, lease.holder, lease.step, lease.fence, ttl, lease.expires, coordinate
+        )
+
+
+def membership_path(ws: Workspace, slug: str) -> Path:
+    return ws.state / FLEET / f"{slug}.json"
+
+
+def read_membership(ws: Workspace, slug: str) -> Membership | None:
+    """This workspace's membership on the roadmap, or None (none, or not of a valid shape)."""
+    data = state.read_json(membership_path(ws, slug))
+    if not isinstance(data, dict):
+        return None
+    slug_, holder, step, fence = (data.get(k) for k in ("slug", "holder", "step", "fence"))
+    ttl, coordinate, expires = (
+        data.get("ttl"),
+        data.get("coordinate"),
+        parse_iso(data.get("expires")),
+    )
+    if not (isinstance(slug_, str) and isinstance(holder, str) and isinstance(step, str)):
+        return None
+    if type(fence) is not int or not isinstance(ttl, (int, float)) or not ttl > 0:
+        return None
+    if expires is None or (coordinate is not None and not isinstance(coordinate, str)):
+        return None
+    return Membership(slug_, holder, step, fence, float(ttl), expires, coordinate)
+
+
+def require_lease(ws: Workspace, slug: str, step_id: str) -> None:
+    """The fencing check before a step is closed in a fleet member's workspace: the step must
+    be the one it leases, and the lease still its own. Nothing to check outside a fleet."""
+    member = read_membership(ws, slug)
+    if member is None:
+        return
+    if step_id != member.step:
+        raise LeaseError(
+            f"this workspace leases step {member.step} of `{slug}`; step {step_id} is for "
+            "the member that leases it"
+        )
+    if not Store.open(ws.root, member.coordinate).holds(
+        slug, member.step, member.holder, member.fence
+    ):
+        raise LeaseError(
+            f"the lease on step {member.step} of `{slug}` passed to another member after it "
+            f"expired (fence {member.fence} is no longer current): the step is theirs now"
+        )
+
+
+def renew_due(ws: Workspace, slug: str, now: float) -> bool | None:
+    """Renew this workspace's lease once half its time is gone: True renewed, False lost,
+    None nothing to do. Only a due renewal runs git, so most turn ends pay one small read."""
+    member = read_membership(ws, slug)
+    if member is None or now < member.expires - member.ttl / 2:
+        return None
+    store = Store(ws.root, member.coordinate)
+    lease = Lease(slug, member.step, member.holder, "", "", 0.0, member.expires, member.fence)
+    renewed = store.renew(lease, now=now, ttl=member.ttl)
+    if renewed is None:
+        return False
+    state.write_json(
+        membership_path(ws, slug), Membership.of(renewed, member.ttl, member.coordinate).to_json()
+    )
+    return True
+
+
+def join(
+    ws: Workspace,
+    slug: str,
+    wanted: str,
+    *,
+    host: str,
+    coordinate: str | None,
+    now: float,
+    ttl: float = TTL,
+) -> Lease:
+    """Lease a step of the roadmap for this workspace's member (a new member when it has none
+    yet), remember it in state/, and record `leased` (after `lease-expired` for a takeover)."""
+    slug = ws.canonical(slug)
+    roadmap = loading.load(ws, slug)
+    store = Store.open(ws.root, coordinate)
+    known = read_membership(ws, slug)
+    holder = known.holder if known else f"{machine_name()}/{uuid.uuid4()}"
+    lease, lapsed = lease_step(store, roadmap, slug, holder, wanted, host=host, now=now, ttl=ttl)
+    state.write_json(membership_path(ws, slug), Membership.of(lease, ttl, coordinate).to_json())
+    counts = scan(roadmap).counts
+    shared = {"open": counts.open, "blocked": counts.blocked, "step": lease.step, "host": host}
+    if lapsed is not None:
+        record = state.event(
+            "lease-expired", now, None, slug, holder=lapsed.holder, fence=lapsed.fence,
+            expired_at=iso(lapsed.expires), **shared,
+        )  # fmt: skip
+        state.append_ledger(ws.state, record)
+    record = state.event("leased", now, None, slug, holder=holder, fence=lease.fence, **shared)
+    state.append_ledger(ws.state, record)
+    return lease
 
 
 def candidates(roadmap: Roadmap, taken: set[str]) -> list[Step]:
@@ -27,32 +158,37 @@ def lease_step(
     host: str,
     now: float,
     ttl: float = TTL,
-) -> Lease:
-    """Lease `wanted` (a step's id or label) or, with `auto`, the first step open to the fleet.
+) -> tuple[Lease, Lease | None]:
+    """Lease `wanted` (a step's id or label) or, with `auto`, the first step open to the fleet;
+    with it, the expired lease of another holder it took over, if any.
 
     A member holds one step at a time: one it already holds live on this roadmap is renewed
     and returned. LeaseError when the step is another's, or no step is left to lease.
     """
-    leases = store.all(slug)
-    mine = [x for x in leases if x.holder == holder and x.live(now)]
+    leases = {x.step: x for x in store.all(slug)}
+    mine = [x for x in leases.values() if x.holder == holder and x.live(now)]
     if mine and (wanted == AUTO or find_step(roadmap, wanted).id == mine[0].step):
         renewed = store.take(slug, mine[0].step, holder, host=host, now=now, ttl=ttl)
         if renewed is not None:
-            return renewed
+            return renewed, None
     if wanted != AUTO:
         step = find_step(roadmap, wanted)
         if not step.is_open:
             why = "blocked" if step.blocked else step.mark
             raise StepError(f"step {step.name} is not open to lease ({why})")
+        chosen = [step]
+    else:
+        taken = {x.step for x in leases.values() if x.live(now) and x.holder != holder}
+        chosen = candidates(roadmap, taken)
+    for step in chosen:
         lease = store.take(slug, step.id, holder, host=host, now=now, ttl=ttl)
-        if lease is None:
-            raise LeaseError(_held(store, slug, step))
-        return lease
-    taken = {x.step for x in leases if x.live(now) and x.holder != holder}
-    for step in candidates(roadmap, taken):
-        lease = store.take(slug, step.id, holder, host=host, now=now, ttl=ttl)
-        if lease is not None:  # else another member won it a moment ago: try the next
-            return lease
+        if lease is not None:
+            before = leases.get(step.id)
+            lapsed = before is not None and before.holder not in ("", holder)
+            return lease, before if lapsed else None
+        # else another member holds it, or won it a moment ago: try the next
+    if wanted != AUTO:
+        raise LeaseError(_held(store, slug, chosen[0]))
     raise LeaseError(f"roadmap `{slug}` has no open step that another member does not hold")
 
 

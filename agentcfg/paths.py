@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 CONFIG_NAME = "agentcfg.yaml"
 ROADMAPS = "roadmaps"
 STATE = "state"
+FLEET = "fleet"  # state/fleet/<slug>.json: this workspace's step lease in a fleet
 
 
 def locate_root(cwd: str, env: Mapping[str, str]) -> str:

@@ -3,15 +3,17 @@ members on one step."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from agentcfg.core.roadmap import parse_roadmap
 from agentcfg.errors import LeaseError, StepError
-from agentcfg.fleet import lease_step
+from agentcfg.fleet import join, lease_step, read_membership, renew_due, require_lease
 from agentcfg.leases import Store
-from tests.test_leases import make_repo
+from agentcfg.workspace import Workspace
+from tests.test_leases import git, make_repo
 
 NOW = 1_800_000_000.0
 ROADMAP = parse_roadmap(
@@ -30,7 +32,8 @@ def store(tmp_path: Path) -> Store:
 
 
 def take(store: Store, holder: str, wanted: str = "auto", now: float = NOW) -> str:
-    return lease_step(store, ROADMAP, "demo", holder, wanted, host="claude", now=now, ttl=60).step
+    lease, _ = lease_step(store, ROADMAP, "demo", holder, wanted, host="claude", now=now, ttl=60)
+    return lease.step
 
 
 def test_members_get_the_steps_open_to_the_fleet_in_order_a_started_one_first(
@@ -60,3 +63,64 @@ def test_a_named_step_is_leased_unless_another_member_holds_it(store: Store) -> 
         take(store, "s-b", "1.1")
     with pytest.raises(StepError, match=r"step 1\.3 is not open to lease \(blocked\)"):
         take(store, "s-b", "1.3")
+
+
+def members(ws: Path, n: int) -> list[Workspace]:
+    """`n` worktrees of the workspace's repository, each a fleet member's workspace."""
+    git(ws, "init", "-q", "-b", "main")
+    git(ws, "add", ".")
+    git(ws, "-c", "user.email=f@example.invalid", "-c", "user.name=f", "commit", "-qm", "start")
+    trees = []
+    for k in range(n):
+        tree = ws.parent / f"member-{k}"
+        git(ws, "worktree", "add", "-q", "-b", f"agentcfg/demo/{k}", str(tree))
+        trees.append(Workspace(tree))
+    return trees
+
+
+def test_joining_leases_a_step_remembers_it_and_records_it(ws: Path) -> None:
+    one, two = members(ws, 2)
+    assert join(one, "demo", "auto", host="claude", coordinate=None, now=NOW, ttl=60).step == "1.2"
+    assert join(two, "demo", "auto", host="codex", coordinate=None, now=NOW, ttl=60).step == "1.3"
+    member = read_membership(one, "demo")
+    assert member is not None and (member.step, member.fence, member.expires) == (
+        "1.2",
+        1,
+        NOW + 60,
+    )
+    # the second member takes the first one's step over once it has expired
+    assert (
+        join(two, "demo", "1.2", host="codex", coordinate=None, now=NOW + 61, ttl=60).step == "1.2"
+    )
+    events = [
+        json.loads(x) for x in (two.state / "run-continuation.jsonl").read_text().splitlines()
+    ]
+    assert [(e["event"], e["step"], e["fence"]) for e in events] == [
+        ("leased", "1.3", 1),
+        ("lease-expired", "1.2", 1),
+        ("leased", "1.2", 2),
+    ]
+    assert events[1]["holder"] == member.holder != events[2]["holder"]
+
+
+def test_a_member_closes_only_its_own_step_while_the_lease_is_its_own(ws: Path) -> None:
+    one, two = members(ws, 2)
+    join(one, "demo", "1.2", host="claude", coordinate=None, now=NOW, ttl=60)
+    require_lease(one, "demo", "1.2")
+    require_lease(Workspace(ws), "demo", "1.3")  # outside a fleet nothing is checked
+    with pytest.raises(LeaseError, match=r"this workspace leases step 1\.2 of `demo`; step 1\.3"):
+        require_lease(one, "demo", "1.3")
+    join(two, "demo", "1.2", host="codex", coordinate=None, now=NOW + 61, ttl=60)
+    with pytest.raises(LeaseError, match=r"passed to another member .*fence 1 is no longer"):
+        require_lease(one, "demo", "1.2")
+
+
+def test_a_turn_end_renews_the_lease_once_half_its_time_is_gone(ws: Path) -> None:
+    (one,) = members(ws, 1)
+    join(one, "demo", "auto", host="claude", coordinate=None, now=NOW, ttl=60)
+    assert renew_due(one, "demo", NOW + 29) is None  # not due: no git at all
+    assert renew_due(one, "demo", NOW + 31) is True
+    member = read_membership(one, "demo")
+    assert member is not None and member.expires == NOW + 91
+    Store.open(one.root).release("demo", "1.2", None, now=NOW + 80)  # a person frees it
+    assert renew_due(one, "demo", NOW + 80) is False
