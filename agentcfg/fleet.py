@@ -73,6 +73,15 @@ def read_membership(ws: Workspace, slug: str) -> Membership | None:
     return Membership(slug_, holder, step, fence, float(ttl), expires, coordinate)
 
 
+def leave(ws: Workspace, slug: str, now: float) -> None:
+    """Give this workspace's lease on the roadmap back and forget the membership."""
+    member = read_membership(ws, slug)
+    if member is None:
+        return
+    Store(ws.root, member.coordinate).release(slug, member.step, member.holder, now=now)
+    state.remove(membership_path(ws, slug))
+
+
 def require_lease(ws: Workspace, slug: str, step_id: str) -> None:
     """The fencing check before a step is closed in a fleet member's workspace: the step must
     be the one it leases, and the lease still its own. Nothing to check outside a fleet."""

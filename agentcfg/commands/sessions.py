@@ -8,11 +8,14 @@ from typing import Any
 
 import click
 
-from agentcfg import claims, controls, loading
+from agentcfg import claims, controls, fleet, loading
 from agentcfg.commands import count, duration, emit_json, json_option, now, say, workspace
-from agentcfg.core.times import format_duration
+from agentcfg.core.times import format_duration, iso
 from agentcfg.doctor import cap_findings
+from agentcfg.errors import AgentcfgError
 from agentcfg.hosts.registry import host_of, session_env
+from agentcfg.leases import TTL
+from agentcfg.workspace import Workspace
 
 session_option = click.option(
     "--session", "session", help="Session id (default: from the environment)."
@@ -31,6 +34,19 @@ def sessions() -> None:
 @click.option("--max-iterations", callback=count, help="This run's iteration cap.")
 @click.option("--wall-clock", callback=duration, help="This run's time cap, e.g. 2h.")
 @click.option("--max-tokens", type=click.IntRange(min=1), help="This run's token budget.")
+@click.option(
+    "--step",
+    metavar="auto|ID",
+    help="Work as one of a fleet: lease this step, or with `auto` the first one open to the fleet.",
+)
+@click.option(
+    "--coordinate", metavar="REMOTE", help="With --step: share leases on this git remote."
+)
+@click.option(
+    "--lease-ttl",
+    callback=duration,
+    help="With --step: how long the lease lasts unless a turn end renews it (default 15m).",
+)
 def claim_command(
     slug: str,
     force: bool,
@@ -38,13 +54,48 @@ def claim_command(
     max_iterations: int | None,
     wall_clock: float | None,
     max_tokens: int | None,
+    step: str | None,
+    coordinate: str | None,
+    lease_ttl: float | None,
 ) -> None:
     """Bind this session to roadmaps/<SLUG>.md and start a fresh run.
 
     Where no session id is visible (Gemini CLI's shell tool), the claim waits for the session
-    whose next turn end shows the token it prints.
+    whose next turn end shows the token it prints. With --step the session works as a member of
+    a fleet on the roadmap: its continuation names the one step it leases.
     """
     ws = workspace()
+    if step is None and (coordinate is not None or lease_ttl is not None):
+        raise click.UsageError("--coordinate and --lease-ttl go with --step")
+    lease = None
+    if step is not None:
+        host = host_of(os.environ)
+        lease = fleet.join(
+            ws, slug, step, host=host.NAME if host else "unknown", coordinate=coordinate,
+            now=now(), ttl=lease_ttl or TTL,
+        )  # fmt: skip
+    try:
+        _claim(ws, slug, force, session, max_iterations, wall_clock, max_tokens)
+    except AgentcfgError:
+        if lease is not None:
+            fleet.leave(ws, lease.slug, now())
+        raise
+    if lease is not None:
+        say(
+            f"leased step {lease.step} of `{lease.slug}` (fence {lease.fence}) until "
+            f"{iso(lease.expires)}: close this step only; each turn end renews the lease"
+        )
+
+
+def _claim(
+    ws: Workspace,
+    slug: str,
+    force: bool,
+    session: str | None,
+    max_iterations: int | None,
+    wall_clock: float | None,
+    max_tokens: int | None,
+) -> None:
     max_iterations, wall_clock, cut = claims.clamp_budget(max_iterations, wall_clock)
     for line in cut:
         click.echo(f"note: {line}")

@@ -57,3 +57,30 @@ def test_outside_a_git_repository_or_with_an_unknown_remote_it_says_so(ws: Path)
     assert run_cli("leases").output == "no step leases\n"
     unknown = run_cli("leases", "--coordinate", "nowhere")
     assert unknown.exit_code == 1 and "`nowhere` is not a remote of" in unknown.output
+
+
+def test_a_fleet_claim_leases_a_step_and_names_it(ws: Path) -> None:
+    git_init(ws)
+    first = run_cli("sessions", "claim", "demo", "--session", "s-1", "--step", "auto")
+    assert first.exit_code == 0, first.output
+    assert "claimed roadmap `demo` for session s-1" in first.output
+    assert "leased step 1.2 of `demo` (fence 1) until " in first.output
+    held = json.loads(run_cli("leases", "demo", "--json").output)
+    assert [(x["step"], x["state"]) for x in held] == [("1.2", "held")]
+
+
+def test_a_fleet_claim_that_fails_gives_its_lease_back(ws: Path) -> None:
+    git_init(ws)
+    run_cli("sessions", "claim", "demo", "--session", "s-1")
+    assert run_cli("stop", "demo").exit_code == 0
+    refused = run_cli("sessions", "claim", "demo", "--session", "s-2", "--step", "auto")
+    assert refused.exit_code == 1
+    assert json.loads(run_cli("leases", "--json").output)[0]["state"] == "released"
+    assert not (ws / "state" / "fleet" / "demo.json").exists()
+
+
+def test_lease_options_need_step(ws: Path) -> None:
+    refused = run_cli("sessions", "claim", "demo", "--session", "s-1", "--coordinate", "origin")
+    assert (
+        refused.exit_code == 2 and "--coordinate and --lease-ttl go with --step" in refused.output
+    )
