@@ -275,6 +275,17 @@ def human_line(line: bytes) -> bool:
     return _maybe_human(line) and is_human(_load(line))
 
 
+def spent_per_message(
+    segment: Segment | None, read: Callable[[bytes], tuple[object, Usage | None] | None]
+) -> Spent:
+    """What a segment spent, summed over its messages (see `per_message`); NOT_READ when the
+    transcript could not be read."""
+    if segment is None:
+        return NOT_READ
+    usage = per_message(segment, read) if segment.lines is not None else None
+    return Spent(usage, segment.end)
+
+
 def per_message(
     segment: Segment, read: Callable[[bytes], tuple[object, Usage | None] | None]
 ) -> Usage | None:

@@ -194,25 +194,21 @@ def count_tasks(value: object) -> int:
     return 0
 
 
-def claude_style_event(payload: Mapping[str, object], host: str) -> StopEvent:
+def claude_style_event(payload: Mapping[str, object], host: str, **fields: Any) -> StopEvent:
     """The StopEvent of a Claude Code `Stop`/`SubagentStop` payload, or of a host that copies
-    its shape; `prompt_id` names the person's turn."""
-    return StopEvent(
-        session_id=text(payload, "session_id"),
-        turn_id=text(payload, "prompt_id"),
-        transcript_path=text(payload, "transcript_path"),
-        cwd=text(payload, "cwd"),
-        last_assistant_message=message(payload, "last_assistant_message"),
-        stop_hook_active=payload.get("stop_hook_active") is True,
-        is_subagent=payload.get("hook_event_name") == "SubagentStop",
-        background_tasks=count_tasks(payload.get("background_tasks")),
-        host=host,
-    )
-
-
-def exit_two(text: str) -> Answer:
-    """The block of the hosts that read exit 2 and the reason on stderr."""
-    return Answer(2, stderr=text + "\n")
+    its shape; `prompt_id` names the person's turn. `fields` are where the host differs."""
+    values: dict[str, Any] = {
+        "session_id": text(payload, "session_id"),
+        "turn_id": text(payload, "prompt_id"),
+        "transcript_path": text(payload, "transcript_path"),
+        "cwd": text(payload, "cwd"),
+        "last_assistant_message": message(payload, "last_assistant_message"),
+        "stop_hook_active": payload.get("stop_hook_active") is True,
+        "is_subagent": payload.get("hook_event_name") == "SubagentStop",
+        "background_tasks": count_tasks(payload.get("background_tasks")),
+        "host": host,
+    }
+    return StopEvent(**{**values, **fields})
 
 
 def json_line(data: Mapping[str, object]) -> str:
@@ -230,25 +226,6 @@ def read_json_file(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
-
-
-def parse_json(raw: bytes) -> dict[str, Any]:
-    """A JSON config file's object; HostFileError when it holds anything else."""
-    import json
-
-    try:
-        data = json.loads(raw) if raw.strip() else {}
-    except ValueError as exc:
-        raise HostFileError(f"it is not valid JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise HostFileError("it does not hold a JSON object")
-    return data
-
-
-def render_json(document: Mapping[str, Any]) -> bytes:
-    import json
-
-    return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode()
 
 
 def is_ours(command: object) -> bool:

@@ -6,13 +6,14 @@ exit 0 is shown to the person.
 
 from __future__ import annotations
 
+from agentcfg.hosts import defaults
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from pathlib import Path
-    from typing import Any
 
-    from agentcfg.hosts.base import Answer, Finding, Plugin, Probe, StopEvent, TrustEdit
+    from agentcfg.hosts.base import Finding, Plugin, Probe, StopEvent
     from agentcfg.transcript import Segment, Spent, Usage
 
 NAME = "claude"
@@ -27,14 +28,8 @@ def recognises(payload: Mapping[str, object]) -> bool:
     return payload.get("hook_event_name") in ("Stop", "SubagentStop") and "turn_id" not in payload
 
 
-def session_of(payload: Mapping[str, object]) -> str:
-    value = payload.get("session_id")
-    return value if isinstance(value, str) else ""
-
-
-def cwd_of(payload: Mapping[str, object]) -> str:
-    value = payload.get("cwd")
-    return value if isinstance(value, str) else ""
+session_of = defaults.session_of
+cwd_of = defaults.cwd_of
 
 
 def to_event(payload: Mapping[str, object]) -> StopEvent:
@@ -43,51 +38,19 @@ def to_event(payload: Mapping[str, object]) -> StopEvent:
     return claude_style_event(payload, NAME)
 
 
-def block(text: str) -> Answer:
-    from agentcfg.hosts.base import exit_two
-
-    return exit_two(text)
-
-
-def allow(note: str) -> Answer:
-    from agentcfg.hosts.base import Answer, json_line
-
-    return Answer(0, stdout=json_line({"systemMessage": note})) if note else Answer(0)
+block = defaults.block
+allow = defaults.allow
 
 
 def config_path(scope: str, root: Path, home: Path, env: Mapping[str, str]) -> Path:
     return (root if scope == "project" else home) / ".claude" / "settings.json"
 
 
-def parse(raw: bytes) -> dict[str, Any]:
-    from agentcfg.hosts.base import parse_json
-
-    return parse_json(raw)
-
-
-def render(document: dict[str, Any]) -> bytes:
-    from agentcfg.hosts.base import render_json
-
-    return render_json(document)
-
-
-def install(document: dict[str, Any], command: str) -> dict[str, Any]:
-    from agentcfg.hosts.base import HOOK_TIMEOUT, install_hook
-
-    entry = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT}
-    return install_hook(document, EVENT, entry, group={})
-
-
-def uninstall(document: dict[str, Any]) -> dict[str, Any]:
-    from agentcfg.hosts.base import uninstall_hook
-
-    return uninstall_hook(document, EVENT)
-
-
-def registered(document: Mapping[str, Any]) -> list[str]:
-    from agentcfg.hosts.base import registered_commands
-
-    return registered_commands(document, EVENT)
+parse = defaults.parse
+render = defaults.render
+install = defaults.install
+uninstall = defaults.uninstall
+registered = defaults.registered
 
 
 def checks(path: Path, root: Path, home: Path, env: Mapping[str, str]) -> list[Finding]:
@@ -118,34 +81,14 @@ def checks(path: Path, root: Path, home: Path, env: Mapping[str, str]) -> list[F
 
 
 def probe(cwd: str) -> Probe:
-    from agentcfg.hosts.base import PROBE_SESSION, Answer, Probe
-
-    payload: dict[str, object] = {
-        "session_id": PROBE_SESSION,
-        "transcript_path": "",
-        "cwd": cwd,
-        "prompt_id": "probe",
-        "hook_event_name": EVENT,
-        "stop_hook_active": False,
-        "last_assistant_message": "probe",
-        "background_tasks": [],
-    }
-    return Probe(payload, Answer(0))  # allowed: exit 0 and nothing on stdout or stderr
+    return defaults.stop_probe(
+        cwd, prompt_id="probe", last_assistant_message="probe", background_tasks=[]
+    )
 
 
-def trust(
-    document: Mapping[str, Any],
-    path: Path,
-    root: Path,
-    home: Path,
-    env: Mapping[str, str],
-    grant: bool,
-) -> TrustEdit | None:
-    return None  # no trust of its own for agentcfg to write
-
-
-def block_cap(root: Path, home: Path, env: Mapping[str, str]) -> tuple[int, str] | None:
-    return None  # 8 blocks in a row at most, but a tool call resets the count: work never meets it
+trust = defaults.trust
+# 8 blocks in a row at most, but a tool call resets the count: work never meets it
+block_cap = defaults.block_cap
 
 
 def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:
@@ -179,7 +122,7 @@ def usage_since(path: str, start: int | None, settle: float) -> Spent:
     import os
     import time
 
-    from agentcfg.transcript import NOT_READ, Spent, human_line, per_message, read_segment
+    from agentcfg.transcript import human_line, read_segment, spent_per_message
 
     deadline = time.monotonic() + settle
     segment = read_segment(path, start, human_line)
@@ -201,10 +144,7 @@ def usage_since(path: str, start: int | None, settle: float) -> Spent:
             break  # it did not grow in time: what is there is what this fire saw
         seen = size
         segment = read_segment(path, start, human_line)
-    if segment is None:
-        return NOT_READ
-    usage = per_message(segment, _message_usage) if segment.lines is not None else None
-    return Spent(usage, segment.end)
+    return spent_per_message(segment, _message_usage)
 
 
 def _ends_on_reply(segment: Segment) -> bool:

@@ -8,13 +8,15 @@ untrusted hook is skipped without a word, so install and doctor say which trust 
 
 from __future__ import annotations
 
+from agentcfg.hosts import defaults
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from pathlib import Path
     from typing import Any
 
-    from agentcfg.hosts.base import Answer, Finding, Plugin, Probe, StopEvent, TrustEdit
+    from agentcfg.hosts.base import Finding, Plugin, Probe, StopEvent, TrustEdit
     from agentcfg.transcript import Spent, Usage
 
 NAME = "codex"
@@ -29,42 +31,19 @@ def recognises(payload: Mapping[str, object]) -> bool:
     return payload.get("hook_event_name") in ("Stop", "SubagentStop") and "turn_id" in payload
 
 
-def session_of(payload: Mapping[str, object]) -> str:
-    value = payload.get("session_id")
-    return value if isinstance(value, str) else ""
-
-
-def cwd_of(payload: Mapping[str, object]) -> str:
-    value = payload.get("cwd")
-    return value if isinstance(value, str) else ""
+session_of = defaults.session_of
+cwd_of = defaults.cwd_of
 
 
 def to_event(payload: Mapping[str, object]) -> StopEvent:
-    from agentcfg.hosts.base import StopEvent, message, text
+    from agentcfg.hosts.base import claude_style_event, text
 
-    return StopEvent(
-        session_id=text(payload, "session_id"),
-        turn_id=text(payload, "turn_id"),
-        transcript_path=text(payload, "transcript_path"),
-        cwd=text(payload, "cwd"),
-        last_assistant_message=message(payload, "last_assistant_message"),
-        stop_hook_active=payload.get("stop_hook_active") is True,
-        is_subagent=payload.get("hook_event_name") == "SubagentStop" or "agent_id" in payload,
-        background_tasks=0,  # Codex reports none
-        host=NAME,
-    )
+    subagent = payload.get("hook_event_name") == "SubagentStop" or "agent_id" in payload
+    return claude_style_event(payload, NAME, turn_id=text(payload, "turn_id"), is_subagent=subagent)
 
 
-def block(text: str) -> Answer:
-    from agentcfg.hosts.base import exit_two
-
-    return exit_two(text)
-
-
-def allow(note: str) -> Answer:
-    from agentcfg.hosts.base import Answer
-
-    return Answer(0)  # Codex shows a hook's output to nobody when it allows
+block = defaults.block
+allow = defaults.allow_unseen  # Codex shows a hook's output to nobody when it allows
 
 
 def config_path(scope: str, root: Path, home: Path, env: Mapping[str, str]) -> Path:
@@ -79,35 +58,11 @@ def codex_home(home: Path, env: Mapping[str, str]) -> Path:
     return Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home / ".codex"
 
 
-def parse(raw: bytes) -> dict[str, Any]:
-    from agentcfg.hosts.base import parse_json
-
-    return parse_json(raw)
-
-
-def render(document: dict[str, Any]) -> bytes:
-    from agentcfg.hosts.base import render_json
-
-    return render_json(document)
-
-
-def install(document: dict[str, Any], command: str) -> dict[str, Any]:
-    from agentcfg.hosts.base import HOOK_TIMEOUT, install_hook
-
-    entry = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT}
-    return install_hook(document, EVENT, entry, group={})
-
-
-def uninstall(document: dict[str, Any]) -> dict[str, Any]:
-    from agentcfg.hosts.base import uninstall_hook
-
-    return uninstall_hook(document, EVENT)
-
-
-def registered(document: Mapping[str, Any]) -> list[str]:
-    from agentcfg.hosts.base import registered_commands
-
-    return registered_commands(document, EVENT)
+parse = defaults.parse
+render = defaults.render
+install = defaults.install
+uninstall = defaults.uninstall
+registered = defaults.registered
 
 
 # Trust. Codex keys a hook's trust by "<hooks.json>:<event>:<group>:<index>" and hashes the
@@ -290,22 +245,10 @@ def checks(path: Path, root: Path, home: Path, env: Mapping[str, str]) -> list[F
 
 
 def probe(cwd: str) -> Probe:
-    from agentcfg.hosts.base import PROBE_SESSION, Answer, Probe
-
-    payload: dict[str, object] = {
-        "session_id": PROBE_SESSION,
-        "turn_id": "probe",
-        "transcript_path": "",
-        "cwd": cwd,
-        "hook_event_name": EVENT,
-        "stop_hook_active": False,
-        "last_assistant_message": "probe",
-    }
-    return Probe(payload, Answer(0))  # allowed: exit 0 and nothing on stdout or stderr
+    return defaults.stop_probe(cwd, turn_id="probe", last_assistant_message="probe")
 
 
-def block_cap(root: Path, home: Path, env: Mapping[str, str]) -> tuple[int, str] | None:
-    return None
+block_cap = defaults.block_cap
 
 
 def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:

@@ -9,14 +9,15 @@ Project hooks fire in `-p` only in a trusted folder (`--trust-folder`).
 
 from __future__ import annotations
 
+from agentcfg.hosts import defaults
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from pathlib import Path
     from typing import Any
 
-    from agentcfg.hosts.base import Answer, Finding, Plugin, Probe, StopEvent, TrustEdit
-    from agentcfg.transcript import Spent
+    from agentcfg.hosts.base import Finding, Probe, StopEvent
 
 NAME = "copilot"
 TITLE = "Copilot CLI"
@@ -43,9 +44,7 @@ def session_of(payload: Mapping[str, object]) -> str:
     return ""
 
 
-def cwd_of(payload: Mapping[str, object]) -> str:
-    value = payload.get("cwd")
-    return value if isinstance(value, str) else ""
+cwd_of = defaults.cwd_of
 
 
 def to_event(payload: Mapping[str, object]) -> StopEvent:
@@ -105,16 +104,8 @@ def read_events(path: str) -> tuple[str, str | None]:
     return "", final
 
 
-def block(text: str) -> Answer:
-    from agentcfg.hosts.base import Answer, json_line
-
-    return Answer(0, stdout=json_line({"decision": "block", "reason": text}))
-
-
-def allow(note: str) -> Answer:
-    from agentcfg.hosts.base import Answer
-
-    return Answer(0)  # Copilot shows nothing of an agentStop hook that allows
+block = defaults.block_on_stdout
+allow = defaults.allow_unseen  # Copilot shows nothing of an agentStop hook that allows
 
 
 def config_path(scope: str, root: Path, home: Path, env: Mapping[str, str]) -> Path:
@@ -123,16 +114,8 @@ def config_path(scope: str, root: Path, home: Path, env: Mapping[str, str]) -> P
     return home / ".copilot" / "hooks" / FILE
 
 
-def parse(raw: bytes) -> dict[str, Any]:
-    from agentcfg.hosts.base import parse_json
-
-    return parse_json(raw)
-
-
-def render(document: dict[str, Any]) -> bytes:
-    from agentcfg.hosts.base import render_json
-
-    return render_json(document)
+parse = defaults.parse
+render = defaults.render
 
 
 def install(document: dict[str, Any], command: str) -> dict[str, Any]:
@@ -188,26 +171,12 @@ def probe(cwd: str) -> Probe:
     return Probe(payload, Answer(0))  # allowed: exit 0, no decision on stdout
 
 
-def trust(
-    document: Mapping[str, Any],
-    path: Path,
-    root: Path,
-    home: Path,
-    env: Mapping[str, str],
-    grant: bool,
-) -> TrustEdit | None:
-    return None  # folder trust is the person's to give in Copilot CLI; `checks` says how
+trust = defaults.trust  # folder trust is the person's to give in Copilot CLI; `checks` says how
 
 
 def block_cap(root: Path, home: Path, env: Mapping[str, str]) -> tuple[int, str] | None:
     return BLOCK_CAP, "no setting raises it: send another prompt (`copilot --continue`) to go on"
 
 
-def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:
-    return None  # we ship no Copilot CLI plugin: `hooks install` is the only route
-
-
-def usage_since(path: str, start: int | None, settle: float) -> Spent:
-    from agentcfg.transcript import NOT_READ
-
-    return NOT_READ  # unknown: no captured Copilot CLI events file shows where it records usage
+plugin = defaults.plugin
+usage_since = defaults.usage_since  # no captured Copilot CLI events file shows its usage

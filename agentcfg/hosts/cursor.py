@@ -7,14 +7,15 @@ Cursor gives a generation id per agent reply and a `loop_count` of follow-ups: a
 
 from __future__ import annotations
 
+from agentcfg.hosts import defaults
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from pathlib import Path
     from typing import Any
 
-    from agentcfg.hosts.base import Answer, Finding, Plugin, Probe, StopEvent, TrustEdit
-    from agentcfg.transcript import Spent
+    from agentcfg.hosts.base import Answer, Finding, Probe, StopEvent
 
 NAME = "cursor"
 TITLE = "Cursor"
@@ -80,16 +81,8 @@ def config_path(scope: str, root: Path, home: Path, env: Mapping[str, str]) -> P
     return (root if scope == "project" else home) / ".cursor" / "hooks.json"
 
 
-def parse(raw: bytes) -> dict[str, Any]:
-    from agentcfg.hosts.base import parse_json
-
-    return parse_json(raw)
-
-
-def render(document: dict[str, Any]) -> bytes:
-    from agentcfg.hosts.base import render_json
-
-    return render_json(document)
+parse = defaults.parse
+render = defaults.render
 
 
 def install(document: dict[str, Any], command: str) -> dict[str, Any]:
@@ -141,26 +134,7 @@ def probe(cwd: str) -> Probe:
     return Probe(payload, Answer(0, stdout=IDLE))  # allowed: `{}` on stdout, no follow-up
 
 
-def trust(
-    document: Mapping[str, Any],
-    path: Path,
-    root: Path,
-    home: Path,
-    env: Mapping[str, str],
-    grant: bool,
-) -> TrustEdit | None:
-    return None  # no trust of its own for agentcfg to write
-
-
-def block_cap(root: Path, home: Path, env: Mapping[str, str]) -> tuple[int, str] | None:
-    return None
-
-
-def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:
-    return None  # we ship no Cursor plugin: `hooks install` is the only route
-
-
-def usage_since(path: str, start: int | None, settle: float) -> Spent:
-    from agentcfg.transcript import NOT_READ
-
-    return NOT_READ  # Cursor's transcript records no token usage
+trust = defaults.trust
+block_cap = defaults.block_cap
+plugin = defaults.plugin
+usage_since = defaults.usage_since  # Cursor's transcript records no token usage

@@ -10,13 +10,15 @@ unless the prompt is one of our own texts sent back on a retry: that is no new t
 
 from __future__ import annotations
 
+from agentcfg.hosts import defaults
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from pathlib import Path
     from typing import Any
 
-    from agentcfg.hosts.base import Answer, Finding, Plugin, Probe, StopEvent, TrustEdit
+    from agentcfg.hosts.base import Answer, Finding, Plugin, Probe, StopEvent
     from agentcfg.transcript import Spent, Usage
 
 NAME = "gemini"
@@ -33,14 +35,8 @@ def recognises(payload: Mapping[str, object]) -> bool:
     return payload.get("hook_event_name") == EVENT
 
 
-def session_of(payload: Mapping[str, object]) -> str:
-    value = payload.get("session_id")
-    return value if isinstance(value, str) else ""
-
-
-def cwd_of(payload: Mapping[str, object]) -> str:
-    value = payload.get("cwd")
-    return value if isinstance(value, str) else ""
+session_of = defaults.session_of
+cwd_of = defaults.cwd_of
 
 
 def to_event(payload: Mapping[str, object]) -> StopEvent:
@@ -113,10 +109,7 @@ def block(text: str) -> Answer:
     return Answer(0, stdout=json_line({"decision": "deny", "reason": text}))
 
 
-def allow(note: str) -> Answer:
-    from agentcfg.hosts.base import Answer, json_line
-
-    return Answer(0, stdout=json_line({"systemMessage": note})) if note else Answer(0)
+allow = defaults.allow
 
 
 def config_path(scope: str, root: Path, home: Path, env: Mapping[str, str]) -> Path:
@@ -129,16 +122,8 @@ def gemini_home(home: Path, env: Mapping[str, str]) -> Path:
     return Path(env["GEMINI_CLI_HOME"]) if env.get("GEMINI_CLI_HOME") else home
 
 
-def parse(raw: bytes) -> dict[str, Any]:
-    from agentcfg.hosts.base import parse_json
-
-    return parse_json(raw)
-
-
-def render(document: dict[str, Any]) -> bytes:
-    from agentcfg.hosts.base import render_json
-
-    return render_json(document)
+parse = defaults.parse
+render = defaults.render
 
 
 def install(document: dict[str, Any], command: str) -> dict[str, Any]:
@@ -230,33 +215,11 @@ def _folder_trust(
 
 
 def probe(cwd: str) -> Probe:
-    from agentcfg.hosts.base import PROBE_SESSION, Answer, Probe
-
-    payload: dict[str, object] = {
-        "session_id": PROBE_SESSION,
-        "transcript_path": "",
-        "cwd": cwd,
-        "hook_event_name": EVENT,
-        "prompt": "probe",
-        "prompt_response": "probe",
-        "stop_hook_active": False,
-    }
-    return Probe(payload, Answer(0))  # allowed: exit 0, no decision on stdout
+    return defaults.stop_probe(cwd, hook_event_name=EVENT, prompt="probe", prompt_response="probe")
 
 
-def trust(
-    document: Mapping[str, Any],
-    path: Path,
-    root: Path,
-    home: Path,
-    env: Mapping[str, str],
-    grant: bool,
-) -> TrustEdit | None:
-    return None  # folder trust is the person's to give in Gemini CLI; `checks` says how
-
-
-def block_cap(root: Path, home: Path, env: Mapping[str, str]) -> tuple[int, str] | None:
-    return None
+trust = defaults.trust  # folder trust is the person's to give in Gemini CLI; `checks` says how
+block_cap = defaults.block_cap
 
 
 def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:
@@ -272,13 +235,9 @@ def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:
 def usage_since(path: str, start: int | None, settle: float) -> Spent:
     """Tokens spent since offset `start` (None: since the person's prompt): each model message's
     `tokens`, counted once though Gemini writes a message again as it grows."""
-    from agentcfg.transcript import NOT_READ, Spent, per_message, read_segment
+    from agentcfg.transcript import read_segment, spent_per_message
 
-    segment = read_segment(path, start, _prompt_line)
-    if segment is None:
-        return NOT_READ
-    usage = per_message(segment, _message_usage) if segment.lines is not None else None
-    return Spent(usage, segment.end)
+    return spent_per_message(read_segment(path, start, _prompt_line), _message_usage)
 
 
 def _prompt_line(line: bytes) -> bool:

@@ -11,14 +11,15 @@ exits at the first idle.
 
 from __future__ import annotations
 
+from agentcfg.hosts import defaults
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from pathlib import Path
     from typing import Any
 
-    from agentcfg.hosts.base import Answer, Finding, Plugin, Probe, StopEvent, TrustEdit
-    from agentcfg.transcript import Spent
+    from agentcfg.hosts.base import Finding, Probe, StopEvent
 
 NAME = "opencode"
 TITLE = "OpenCode"
@@ -35,43 +36,19 @@ def recognises(payload: Mapping[str, object]) -> bool:
     return payload.get("hook_event_name") == EVENT
 
 
-def session_of(payload: Mapping[str, object]) -> str:
-    value = payload.get("session_id")
-    return value if isinstance(value, str) else ""
-
-
-def cwd_of(payload: Mapping[str, object]) -> str:
-    value = payload.get("cwd")
-    return value if isinstance(value, str) else ""
+session_of = defaults.session_of
+cwd_of = defaults.cwd_of
 
 
 def to_event(payload: Mapping[str, object]) -> StopEvent:
-    from agentcfg.hosts.base import StopEvent, message, text
+    from agentcfg.hosts.base import claude_style_event
 
-    return StopEvent(
-        session_id=text(payload, "session_id"),
-        turn_id=text(payload, "prompt_id"),
-        transcript_path="",  # the messages live in OpenCode's database
-        cwd=text(payload, "cwd"),
-        last_assistant_message=message(payload, "last_assistant_message"),
-        stop_hook_active=payload.get("stop_hook_active") is True,
-        is_subagent=False,  # the plugin never asks for a subagent's session
-        background_tasks=0,
-        host=NAME,
-        interrupted=payload.get("interrupted") is True,
-    )
+    # the messages live in OpenCode's database, and the plugin never asks for a subagent's session
+    return claude_style_event(payload, NAME, interrupted=payload.get("interrupted") is True)
 
 
-def block(text: str) -> Answer:
-    from agentcfg.hosts.base import Answer, json_line
-
-    return Answer(0, stdout=json_line({"decision": "block", "reason": text}))
-
-
-def allow(note: str) -> Answer:
-    from agentcfg.hosts.base import Answer, json_line
-
-    return Answer(0, stdout=json_line({"systemMessage": note})) if note else Answer(0)
+block = defaults.block_on_stdout
+allow = defaults.allow
 
 
 def config_path(scope: str, root: Path, home: Path, env: Mapping[str, str]) -> Path:
@@ -166,19 +143,8 @@ def probe(cwd: str) -> Probe:
     return Probe(payload, Answer(0))  # allowed: exit 0, nothing for the plugin to do
 
 
-def trust(
-    document: Mapping[str, Any],
-    path: Path,
-    root: Path,
-    home: Path,
-    env: Mapping[str, str],
-    grant: bool,
-) -> TrustEdit | None:
-    return None  # OpenCode loads a project's plugins without asking
-
-
-def block_cap(root: Path, home: Path, env: Mapping[str, str]) -> tuple[int, str] | None:
-    return None  # the plugin continues as long as the hook blocks
+trust = defaults.trust  # OpenCode loads a project's plugins without asking
+block_cap = defaults.block_cap
 
 
 def plugin_source(command: str) -> str:
@@ -197,11 +163,5 @@ def _ours(document: Mapping[str, Any]) -> bool:
     return isinstance(source, str) and source.startswith(HEADER)
 
 
-def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:
-    return None  # `hooks install` writes our OpenCode plugin itself: there is no second route
-
-
-def usage_since(path: str, start: int | None, settle: float) -> Spent:
-    from agentcfg.transcript import NOT_READ
-
-    return NOT_READ  # unknown: OpenCode keeps its messages in a database, not in a transcript file
+plugin = defaults.plugin  # `hooks install` writes our OpenCode plugin itself: no second route
+usage_since = defaults.usage_since  # OpenCode keeps its messages in a database

@@ -8,14 +8,15 @@ otherwise: install sets that variable in the settings' `env`, which Qwen exports
 
 from __future__ import annotations
 
+from agentcfg.hosts import defaults
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from pathlib import Path
     from typing import Any
 
-    from agentcfg.hosts.base import Answer, Finding, Plugin, Probe, StopEvent, TrustEdit
-    from agentcfg.transcript import Spent
+    from agentcfg.hosts.base import Probe, StopEvent
 
 NAME = "qwen"
 TITLE = "Qwen Code"
@@ -35,14 +36,8 @@ def recognises(payload: Mapping[str, object]) -> bool:
     )
 
 
-def session_of(payload: Mapping[str, object]) -> str:
-    value = payload.get("session_id")
-    return value if isinstance(value, str) else ""
-
-
-def cwd_of(payload: Mapping[str, object]) -> str:
-    value = payload.get("cwd")
-    return value if isinstance(value, str) else ""
+session_of = defaults.session_of
+cwd_of = defaults.cwd_of
 
 
 def to_event(payload: Mapping[str, object]) -> StopEvent:
@@ -51,40 +46,23 @@ def to_event(payload: Mapping[str, object]) -> StopEvent:
     return claude_style_event(payload, NAME)
 
 
-def block(text: str) -> Answer:
-    from agentcfg.hosts.base import exit_two
-
-    return exit_two(text)
-
-
-def allow(note: str) -> Answer:
-    from agentcfg.hosts.base import Answer, json_line
-
-    return Answer(0, stdout=json_line({"systemMessage": note})) if note else Answer(0)
+block = defaults.block
+allow = defaults.allow
 
 
 def config_path(scope: str, root: Path, home: Path, env: Mapping[str, str]) -> Path:
     return (root if scope == "project" else home) / ".qwen" / "settings.json"
 
 
-def parse(raw: bytes) -> dict[str, Any]:
-    from agentcfg.hosts.base import parse_json
-
-    return parse_json(raw)
-
-
-def render(document: dict[str, Any]) -> bytes:
-    from agentcfg.hosts.base import render_json
-
-    return render_json(document)
+parse = defaults.parse
+render = defaults.render
 
 
 def install(document: dict[str, Any], command: str) -> dict[str, Any]:
     """Our Stop hook, and the block cap raised to Qwen's ceiling unless the file sets one."""
-    from agentcfg.hosts.base import HOOK_TIMEOUT, HostFileError, install_hook
+    from agentcfg.hosts.base import HostFileError
 
-    entry = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT}
-    result = install_hook(document, EVENT, entry, group={})
+    result = defaults.install(document, command)
     env = result.get("env", {})
     if not isinstance(env, dict):
         raise HostFileError("its `env` is not an object")
@@ -95,9 +73,7 @@ def install(document: dict[str, Any], command: str) -> dict[str, Any]:
 
 def uninstall(document: dict[str, Any]) -> dict[str, Any]:
     """Without our hook, nor the cap install set (a cap of another value is the person's)."""
-    from agentcfg.hosts.base import uninstall_hook
-
-    result = uninstall_hook(document, EVENT)
+    result = defaults.uninstall(document)
     env = result.get("env")
     if isinstance(env, dict) and env.get(CAP_ENV) == str(MAX_CAP):
         del env[CAP_ENV]
@@ -106,44 +82,23 @@ def uninstall(document: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def registered(document: Mapping[str, Any]) -> list[str]:
-    from agentcfg.hosts.base import registered_commands
-
-    return registered_commands(document, EVENT)
-
-
-def checks(path: Path, root: Path, home: Path, env: Mapping[str, str]) -> list[Finding]:
-    return []
+registered = defaults.registered
+checks = defaults.checks
 
 
 def probe(cwd: str) -> Probe:
-    from agentcfg.hosts.base import PROBE_SESSION, Answer, Probe
-
-    payload: dict[str, object] = {
-        "session_id": PROBE_SESSION,
-        "transcript_path": "",
-        "cwd": cwd,
-        "hook_event_name": EVENT,
-        "prompt_id": "probe",
-        "stop_hook_active": False,
-        "last_assistant_message": "probe",
-        "background_tasks": [],
-        "crons": [],
-        "context_usage": 0,
-        "context_limit": 0,
-    }
-    return Probe(payload, Answer(0))  # allowed: exit 0 and nothing on stdout or stderr
+    return defaults.stop_probe(
+        cwd,
+        prompt_id="probe",
+        last_assistant_message="probe",
+        background_tasks=[],
+        crons=[],
+        context_usage=0,
+        context_limit=0,
+    )
 
 
-def trust(
-    document: Mapping[str, Any],
-    path: Path,
-    root: Path,
-    home: Path,
-    env: Mapping[str, str],
-    grant: bool,
-) -> TrustEdit | None:
-    return None  # no trust of its own for agentcfg to write
+trust = defaults.trust
 
 
 def block_cap(root: Path, home: Path, env: Mapping[str, str]) -> tuple[int, str] | None:
@@ -180,11 +135,5 @@ def _capped(value: float) -> int:
     return int(min(value, MAX_CAP)) if value >= 1 else DEFAULT_CAP
 
 
-def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:
-    return None  # we ship no Qwen Code plugin: `hooks install` is the only route
-
-
-def usage_since(path: str, start: int | None, settle: float) -> Spent:
-    from agentcfg.transcript import NOT_READ
-
-    return NOT_READ  # unknown: no captured Qwen Code session file shows where it records usage
+plugin = defaults.plugin
+usage_since = defaults.usage_since  # no captured Qwen Code session file shows its usage

@@ -1,0 +1,144 @@
+"""What most hosts do alike, written once. A host module binds what it shares by assignment
+(`session_of = defaults.session_of`) and spells out only what makes that host different.
+
+Like the host modules it serves, this one is imported before the stop hook knows it has work
+to do: it loads nothing at import time, and each function imports what it needs.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+    from typing import Any
+
+    from agentcfg.hosts.base import Answer, Finding, Plugin, Probe, TrustEdit
+    from agentcfg.transcript import Spent
+
+# Claude Code's settings shape, which Codex and Qwen Code copy: a `Stop` hook in a group of its own
+STOP = "Stop"
+
+
+def session_of(payload: Mapping[str, object]) -> str:
+    value = payload.get("session_id")
+    return value if isinstance(value, str) else ""
+
+
+def cwd_of(payload: Mapping[str, object]) -> str:
+    value = payload.get("cwd")
+    return value if isinstance(value, str) else ""
+
+
+def block(text: str) -> Answer:
+    """Exit 2 with the reason on stderr, which the host hands the model."""
+    from agentcfg.hosts.base import Answer
+
+    return Answer(2, stderr=text + "\n")
+
+
+def block_on_stdout(text: str) -> Answer:
+    """Exit 0 with `{"decision": "block", "reason": ...}` on stdout."""
+    from agentcfg.hosts.base import Answer, json_line
+
+    return Answer(0, stdout=json_line({"decision": "block", "reason": text}))
+
+
+def allow(note: str) -> Answer:
+    """Exit 0; a note goes to the person as a `systemMessage` on stdout."""
+    from agentcfg.hosts.base import Answer, json_line
+
+    return Answer(0, stdout=json_line({"systemMessage": note})) if note else Answer(0)
+
+
+def allow_unseen(note: str) -> Answer:
+    """Exit 0 and nothing printed, for a host that shows nobody what an allowing hook says."""
+    from agentcfg.hosts.base import Answer
+
+    return Answer(0)
+
+
+def parse(raw: bytes) -> dict[str, Any]:
+    """A JSON config file's object; HostFileError when it holds anything else."""
+    import json
+
+    from agentcfg.hosts.base import HostFileError
+
+    try:
+        data = json.loads(raw) if raw.strip() else {}
+    except ValueError as exc:
+        raise HostFileError(f"it is not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise HostFileError("it does not hold a JSON object")
+    return data
+
+
+def render(document: dict[str, Any]) -> bytes:
+    import json
+
+    return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+def install(document: dict[str, Any], command: str) -> dict[str, Any]:
+    from agentcfg.hosts.base import HOOK_TIMEOUT, install_hook
+
+    entry = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT}
+    return install_hook(document, STOP, entry, group={})
+
+
+def uninstall(document: dict[str, Any]) -> dict[str, Any]:
+    from agentcfg.hosts.base import uninstall_hook
+
+    return uninstall_hook(document, STOP)
+
+
+def registered(document: Mapping[str, Any]) -> list[str]:
+    from agentcfg.hosts.base import registered_commands
+
+    return registered_commands(document, STOP)
+
+
+def stop_probe(cwd: str, **fields: object) -> Probe:
+    """The `doctor --probe` payload of a host whose stop payload names its session, transcript
+    and folder as Claude Code's does, plus `fields`, from a session with no claim: a healthy
+    hook allows it with exit 0 and prints nothing."""
+    from agentcfg.hosts.base import PROBE_SESSION, Answer, Probe
+
+    payload: dict[str, object] = {
+        "session_id": PROBE_SESSION,
+        "transcript_path": "",
+        "cwd": cwd,
+        "hook_event_name": STOP,
+        "stop_hook_active": False,
+        **fields,
+    }
+    return Probe(payload, Answer(0))
+
+
+def checks(path: Path, root: Path, home: Path, env: Mapping[str, str]) -> list[Finding]:
+    return []  # nothing the host needs beyond the hook in its file
+
+
+def trust(
+    document: Mapping[str, Any],
+    path: Path,
+    root: Path,
+    home: Path,
+    env: Mapping[str, str],
+    grant: bool,
+) -> TrustEdit | None:
+    return None  # no trust of the host's own for agentcfg to write
+
+
+def block_cap(root: Path, home: Path, env: Mapping[str, str]) -> tuple[int, str] | None:
+    return None  # the host continues as long as the hook blocks
+
+
+def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:
+    return None  # no plugin of ours for this host: `hooks install` is the only route
+
+
+def usage_since(path: str, start: int | None, settle: float) -> Spent:
+    from agentcfg.transcript import NOT_READ
+
+    return NOT_READ  # no transcript of the host shows its token usage to us
