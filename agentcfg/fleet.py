@@ -128,15 +128,20 @@ def join(
     coordinate: str | None,
     now: float,
     ttl: float = TTL,
+    exclude: frozenset[str] = frozenset(),
+    ledger: Workspace | None = None,
 ) -> Lease:
     """Lease a step of the roadmap for this workspace's member (a new member when it has none
-    yet), remember it in state/, and record `leased` (after `lease-expired` for a takeover)."""
+    yet), remember it in state/, and record `leased` (after `lease-expired` for a takeover) in
+    the ledger of `ledger` (default: this workspace). Steps in `exclude` are not leased."""
     slug = ws.canonical(slug)
     roadmap = loading.load(ws, slug)
     store = Store.open(ws.root, coordinate)
     known = read_membership(ws, slug)
     holder = known.holder if known else f"{machine_name()}/{uuid.uuid4()}"
-    lease, lapsed = lease_step(store, roadmap, slug, holder, wanted, host=host, now=now, ttl=ttl)
+    lease, lapsed = lease_step(
+        store, roadmap, slug, holder, wanted, host=host, now=now, ttl=ttl, exclude=exclude
+    )
     state.write_json(membership_path(ws, slug), Membership.of(lease, ttl, coordinate).to_json())
     counts = scan(roadmap).counts
     shared = {"open": counts.open, "blocked": counts.blocked, "step": lease.step, "host": host}
@@ -145,9 +150,9 @@ def join(
             "lease-expired", now, None, slug, holder=lapsed.holder, fence=lapsed.fence,
             expired_at=iso(lapsed.expires), **shared,
         )  # fmt: skip
-        state.append_ledger(ws.state, record)
+        state.append_ledger((ledger or ws).state, record)
     record = state.event("leased", now, None, slug, holder=holder, fence=lease.fence, **shared)
-    state.append_ledger(ws.state, record)
+    state.append_ledger((ledger or ws).state, record)
     return lease
 
 
@@ -167,6 +172,7 @@ def lease_step(
     host: str,
     now: float,
     ttl: float = TTL,
+    exclude: frozenset[str] = frozenset(),
 ) -> tuple[Lease, Lease | None]:
     """Lease `wanted` (a step's id or label) or, with `auto`, the first step open to the fleet;
     with it, the expired lease of another holder it took over, if any.
@@ -188,7 +194,7 @@ def lease_step(
         chosen = [step]
     else:
         taken = {x.step for x in leases.values() if x.live(now) and x.holder != holder}
-        chosen = candidates(roadmap, taken)
+        chosen = candidates(roadmap, taken | exclude)
     for step in chosen:
         lease = store.take(slug, step.id, holder, host=host, now=now, ttl=ttl)
         if lease is not None:

@@ -17,6 +17,7 @@ CONFIG_NAME = "agentcfg.yaml"
 ROADMAPS = "roadmaps"
 STATE = "state"
 FLEET = "fleet"  # state/fleet/<slug>.json: this workspace's step lease in a fleet
+WORKTREES = "worktrees"  # state/worktrees/<slug>/<n>/: the worktrees of `run --agents`
 
 
 def locate_root(cwd: str, env: Mapping[str, str]) -> str:

@@ -1,0 +1,356 @@
+"""`agentcfg run --agents N`: a fleet of members on one roadmap, each in a git worktree of its own.
+
+The fleet's branch (the branch checked out where the command runs, or `--into`) is the truth.
+Each member loops: bring its worktree to the fleet's branch, lease the first step open to the
+fleet, let the host work that one step to its proof, commit, and integrate into the fleet's
+branch (one integration at a time, under a lock); then give the lease back and go again. A
+failed integration reopens the step and keeps the member's branch for a person.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentcfg import fleet, loading, state, trust
+from agentcfg.core.roadmap import scan
+from agentcfg.errors import AgentcfgError, IntegrationError, LeaseError
+from agentcfg.integrate import Integration, integrate
+from agentcfg.leases import TTL, Lease, Store
+from agentcfg.paths import WORKTREES
+from agentcfg.workspace import Workspace
+
+INTEGRATION_LOCK_WAIT = 3600.0  # integrations queue behind each other, each runs a verify line
+REOPEN_LIMIT = 2  # a step reopened this often is left to a person
+POLL = 2.0  # seconds between looks while every open step is leased by another member
+PUBLISH_TRIES = 5
+
+# what a member's host does with its leased step: (the run's ending, its exit code)
+Work = Callable[[Workspace, Lease], tuple[str, int]]
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """Where a fleet lives: the workspace holding the fleet's branch, and how it coordinates."""
+
+    root: Path  # the checkout of the fleet's branch, where integrations are committed
+    slug: str
+    into: str  # the fleet's branch
+    host: str
+    coordinate: str | None = None
+    ttl: float = TTL
+
+    def branch(self, n: int) -> str:
+        return f"agentcfg/{self.slug}/{n}"
+
+    def worktree(self, n: int) -> Path:
+        return self.root / "state" / WORKTREES / self.slug / str(n)
+
+
+def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_MERGE_AUTOEDIT": "no", "LC_ALL": "C"}
+    result = subprocess.run(
+        ["git", "-C", str(cwd), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=300,
+    )
+    if check and result.returncode != 0:
+        why = (result.stderr.strip().splitlines() or ["no message"])[-1]
+        raise IntegrationError(f"git {args[0]} failed: {why}")
+    return result
+
+
+def plan(
+    root: Path, slug: str, host: str, into: str | None, coordinate: str | None, ttl: float
+) -> Fleet:
+    """The fleet, every check made before anything is created; AgentcfgError otherwise."""
+    Store.open(root, coordinate)  # a git repository, and the remote when one is named
+    ws = Workspace(root)
+    slug = ws.canonical(slug)
+    current = _git(root, "symbolic-ref", "--quiet", "--short", "HEAD", check=False).stdout.strip()
+    if not current:
+        raise AgentcfgError(f"{root} has no branch checked out: a fleet integrates into a branch")
+    if into is not None and into != current:
+        raise AgentcfgError(f"--into {into}: check out `{into}` here first (now on `{current}`)")
+    if _git(root, "status", "--porcelain", "--untracked-files=no").stdout.strip():
+        raise AgentcfgError(
+            f"the fleet's branch `{current}` has uncommitted changes: commit or stash them first"
+        )
+    tracked = _git(root, "ls-files", "--error-unmatch", "--", f"roadmaps/{slug}.md", check=False)
+    if tracked.returncode != 0:
+        raise AgentcfgError(f"roadmaps/{slug}.md is not committed on `{current}`: commit it first")
+    return Fleet(root, slug, current, host, coordinate, ttl)
+
+
+def prepare_members(plan_: Fleet, agents: int, env: Mapping[str, str]) -> list[Workspace]:
+    """A worktree and branch per member, at the fleet branch's tip, with the trust the person
+    gave the fleet's roadmap carried to each member's copy of it (the same lines only)."""
+    members = []
+    for n in range(1, agents + 1):
+        tree = plan_.worktree(n)
+        if not (tree / ".git").exists():
+            tree.parent.mkdir(parents=True, exist_ok=True)
+            _git(
+                plan_.root,
+                "worktree",
+                "add",
+                "--quiet",
+                "-B",
+                plan_.branch(n),
+                str(tree),
+                plan_.into,
+            )
+        members.append(Workspace(tree))
+    for member in members:
+        _carry_trust(Workspace(plan_.root), member, plan_.slug, env)
+    return members
+
+
+def _carry_trust(main: Workspace, member: Workspace, slug: str, env: Mapping[str, str]) -> None:
+    trusted = trust.trusted_lines(main, slug, env)
+    steps = [
+        step
+        for step in loading.load(member, slug).steps
+        if step.verify and trust.digest(step.verify) == trusted.get(step.id)
+    ]
+    if steps:
+        trust.record(member, slug, steps, env, time.time())
+
+
+def sync(plan_: Fleet, member: Workspace, n: int) -> None:
+    """The member's worktree and branch at the fleet branch's tip, its own files cleared."""
+    if plan_.coordinate is not None:
+        with _integration_lock(plan_):  # the checkout of the fleet's branch moves
+            _git(plan_.root, "fetch", "--quiet", plan_.coordinate, plan_.into)
+            _git(plan_.root, "merge", "--quiet", "--ff-only", "FETCH_HEAD", check=False)
+    _git(member.root, "reset", "--quiet", "--hard", plan_.into)
+    _git(member.root, "clean", "--quiet", "-fd", "--exclude=state/")
+
+
+def member_loop(
+    plan_: Fleet,
+    member: Workspace,
+    n: int,
+    work: Work,
+    env: Mapping[str, str],
+    *,
+    timeout: float,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
+    """One member's whole part: step after step until nothing is left open to the fleet.
+    Returns 0 when the fleet's roadmap has no open step, else the host run's exit code."""
+    main = Workspace(plan_.root)
+    while True:
+        sync(plan_, member, n)
+        found = scan(loading.load(member, plan_.slug))
+        if found.counts.open == 0:
+            return 0
+        try:
+            lease = fleet.join(
+                member,
+                plan_.slug,
+                fleet.AUTO,
+                host=plan_.host,
+                coordinate=plan_.coordinate,
+                now=time.time(),
+                ttl=plan_.ttl,
+                exclude=_reopened_too_often(main, plan_.slug),
+                ledger=main,
+            )
+        except LeaseError:
+            sleep(POLL)  # every open step is another member's for now; leases run out
+            continue
+        ending, code = work(member, lease)
+        if ending != "complete":
+            fleet.leave(member, plan_.slug, time.time())
+            return code
+        _commit(member, f"agentcfg: {plan_.slug} step {lease.step}")
+        try:
+            fleet.require_lease(member, plan_.slug, lease.step)
+        except LeaseError as lost:
+            _log(main, "lease-lost", plan_.slug, step=lease.step, member=n, why=str(lost))
+            continue
+        result = _integrate(plan_, member, n, lease, env, timeout)
+        if result.outcome == "integrated":
+            _log(
+                main,
+                "integrated",
+                plan_.slug,
+                step=lease.step,
+                member=n,
+                branch=plan_.branch(n),
+                commit=result.commit,
+            )
+        else:
+            kept = f"agentcfg/{plan_.slug}/kept/{lease.step}-{n}"
+            _git(plan_.root, "branch", "--force", kept, plan_.branch(n))
+            _log(
+                main,
+                "reopened",
+                plan_.slug,
+                step=lease.step,
+                member=n,
+                branch=kept,
+                reason=result.outcome,
+                detail=result.detail,
+            )
+        fleet.leave(member, plan_.slug, time.time())
+
+
+def _integrate(
+    plan_: Fleet, member: Workspace, n: int, lease: Lease, env: Mapping[str, str], timeout: float
+) -> Integration:
+    with _integration_lock(plan_):
+        for _ in range(PUBLISH_TRIES):
+            result = integrate(
+                plan_.root, plan_.branch(n), plan_.slug, lease.step, env, timeout=timeout
+            )
+            if result.outcome != "integrated" or _publish(plan_):
+                return result
+            # another machine pushed first: start again from its branch
+            _git(plan_.root, "fetch", "--quiet", plan_.coordinate or "", plan_.into)
+            _git(plan_.root, "reset", "--quiet", "--hard", "FETCH_HEAD")
+    raise IntegrationError(f"lost the race to push `{plan_.into}` {PUBLISH_TRIES} times")
+
+
+def _integration_lock(plan_: Fleet) -> contextlib.AbstractContextManager[None]:
+    lock = plan_.root / "state" / "locks" / f"fleet-{plan_.slug}.lock"
+    return state.locked(lock, timeout=INTEGRATION_LOCK_WAIT)
+
+
+def _publish(plan_: Fleet) -> bool:
+    """Push the fleet's branch to the shared remote, only over the tip this machine last saw."""
+    if plan_.coordinate is None:
+        return True
+    seen = _git(plan_.root, "ls-remote", plan_.coordinate, f"refs/heads/{plan_.into}").stdout
+    expected = seen.split()[0] if seen.strip() else ""
+    head = _git(plan_.root, "rev-parse", "HEAD").stdout.strip()
+    if (
+        expected
+        and _git(plan_.root, "merge-base", "--is-ancestor", expected, head, check=False).returncode
+        != 0
+    ):
+        return False
+    pushed = _git(
+        plan_.root,
+        "push",
+        "--quiet",
+        "--porcelain",
+        f"--force-with-lease=refs/heads/{plan_.into}:{expected}",
+        plan_.coordinate,
+        f"HEAD:refs/heads/{plan_.into}",
+        check=False,
+    )
+    return pushed.returncode == 0
+
+
+def _reopened_too_often(main: Workspace, slug: str) -> frozenset[str]:
+    counts: dict[str, int] = {}
+    for line in state.ledger_lines(main.state):
+        with contextlib.suppress(ValueError):
+            record = state.loads(line)
+            if (
+                isinstance(record, dict)
+                and (record.get("event"), record.get("slug")) == ("reopened", slug)
+                and isinstance(record.get("step"), str)
+            ):
+                counts[record["step"]] = counts.get(record["step"], 0) + 1
+    return frozenset(step for step, times in counts.items() if times >= REOPEN_LIMIT)
+
+
+def _commit(member: Workspace, message: str) -> None:
+    _git(member.root, "add", "--all")  # state/ ignores itself
+    if _git(member.root, "diff", "--cached", "--quiet", check=False).returncode != 0:
+        _git(
+            member.root,
+            "-c",
+            "user.name=agentcfg",
+            "-c",
+            "user.email=agentcfg@localhost",
+            "commit",
+            "--quiet",
+            "--no-verify",
+            "-m",
+            message,
+        )
+
+
+def _log(main: Workspace, event: str, slug: str, **fields: object) -> None:
+    counts = scan(loading.load(main, slug)).counts
+    state.append_ledger(
+        main.state,
+        state.event(
+            event, time.time(), None, slug, open=counts.open, blocked=counts.blocked, **fields
+        ),
+    )
+
+
+def start_members(
+    plan_: Fleet,
+    members: Sequence[Workspace],
+    argv: Callable[[int], list[str]],
+    env: Mapping[str, str],
+) -> list[subprocess.Popen[bytes]]:
+    """One member process per worktree, each its own process group (so one can be ended
+    with everything it started)."""
+    return [
+        subprocess.Popen(
+            argv(n),
+            cwd=member.root,
+            env=dict(env),
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+        )
+        for n, member in enumerate(members, 1)
+    ]
+
+
+def member_argv(plan_: Fleet, n: int, extra: Sequence[str]) -> list[str]:
+    """The command line of member `n`: this interpreter, isolated from the worktree's files."""
+    line = [
+        sys.executable,
+        "-I",
+        "-m",
+        "agentcfg",
+        "run",
+        plan_.slug,
+        "--host",
+        plan_.host,
+        "--member",
+        str(n),
+        "--fleet-root",
+        str(plan_.root),
+        "--lease-ttl",
+        f"{int(plan_.ttl)}s",
+    ]
+    if plan_.coordinate:
+        line += ["--coordinate", plan_.coordinate]
+    return [*line, *extra]
+
+
+def wait_members(procs: Sequence[subprocess.Popen[bytes]]) -> list[int]:
+    """Every member's exit code; Ctrl-C ends each member's whole process group."""
+    try:
+        return [proc.wait() for proc in procs]
+    except KeyboardInterrupt:
+        for proc in procs:
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGINT)
+        for proc in procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(OSError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        raise

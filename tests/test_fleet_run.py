@@ -1,0 +1,164 @@
+"""A fleet of members on one roadmap, each in its worktree: every step done once on the fleet's
+branch and proven there, no step held by two members at once, a dead member's step taken over."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentcfg import fleet, loading, trust
+from agentcfg.errors import AgentcfgError
+from agentcfg.fleet_run import Fleet, member_loop, plan, prepare_members
+from agentcfg.leases import Lease
+from agentcfg.verify import done
+from agentcfg.workspace import Workspace
+from tests.test_leases import git
+
+STEPS = 6
+ROADMAP = "---\nexecution:\n  mode: autonomous\n---\n## Phase 1\n" + "".join(
+    f"- [ ] **1.{n}** Make s{n} <!-- verify: test -f s{n}.txt -->\n" for n in range(1, STEPS + 1)
+)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    root = tmp_path / "project"
+    (root / "roadmaps").mkdir(parents=True)
+    (root / "roadmaps" / "demo.md").write_text(ROADMAP)
+    (root / ".gitignore").write_text("state/\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", ".")
+    git(root, "-c", "user.email=f@example.invalid", "-c", "user.name=f", "commit", "-qm", "start")
+    env = {"HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"}
+    ws = Workspace(root)
+    trust.record(ws, "demo", loading.load(ws, "demo").steps, env, 0.0)
+    return root, env
+
+
+def agent(env: dict[str, str], worked: list[tuple[str, str]]) -> Any:
+    """A member's host as a test plays it: make the step's file, close the step by its proof."""
+
+    def work(member: Workspace, lease: Lease) -> tuple[str, int]:
+        worked.append((member.root.name, lease.step))
+        (member.root / f"s{lease.step.split('.')[1]}.txt").write_text(lease.step)
+        fleet.require_lease(member, "demo", lease.step)
+        assert done(member, "demo", lease.step, env).marked
+        return "complete", 0
+
+    return work
+
+
+def ledger(ws: Workspace) -> list[dict[str, Any]]:
+    path = ws.state / "run-continuation.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def run_fleet(
+    the_fleet: Fleet, members: list[Workspace], work: Any, env: dict[str, str]
+) -> list[int]:
+    codes: list[int] = [-1] * len(members)
+
+    def one(n: int) -> None:
+        codes[n - 1] = member_loop(
+            the_fleet,
+            members[n - 1],
+            n,
+            work,
+            env,
+            timeout=30,
+            sleep=lambda s: threading.Event().wait(0.2),
+        )
+
+    threads = [threading.Thread(target=one, args=(n,)) for n in range(1, len(members) + 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=240)
+    return codes
+
+
+def test_three_members_do_every_step_once_and_the_fleet_branch_proves_each(
+    repo: tuple[Path, dict[str, str]],
+) -> None:
+    root, env = repo
+    the_fleet = plan(root, "demo", "claude", None, None, 60)
+    members = prepare_members(the_fleet, 3, env)
+    worked: list[tuple[str, str]] = []
+    assert run_fleet(the_fleet, members, agent(env, worked), env) == [0, 0, 0]
+    assert sorted(step for _, step in worked) == [f"1.{n}" for n in range(1, STEPS + 1)]
+    text = (root / "roadmaps" / "demo.md").read_text()
+    assert text.count("- [x]") == STEPS
+    for n in range(1, STEPS + 1):
+        assert (root / f"s{n}.txt").exists()
+    events = ledger(Workspace(root))
+    assert sorted(e["step"] for e in events if e["event"] == "integrated") == sorted(
+        step for _, step in worked
+    )
+    held: dict[str, str] = {}  # no step leased by two members at once: each lease ends
+    for e in events:  # (integrated) before the next `leased` of that step
+        if e["event"] == "leased":
+            assert e["step"] not in held
+            held[e["step"]] = e["holder"]
+        elif e["event"] == "integrated":
+            held.pop(e["step"])
+    assert {member.root.name for member in members} >= {name for name, _ in worked}
+    assert git(root, "status", "--porcelain") == ""
+
+
+def test_a_dead_members_step_is_taken_over_once_its_lease_runs_out(
+    repo: tuple[Path, dict[str, str]],
+) -> None:
+    root, env = repo
+    the_fleet = plan(root, "demo", "claude", None, None, 3)
+    members = prepare_members(the_fleet, 3, env)
+    # member 3 leases the first step and dies without a word
+    fleet.join(
+        members[2],
+        "demo",
+        "auto",
+        host="claude",
+        coordinate=None,
+        now=__import__("time").time(),
+        ttl=3,
+        ledger=Workspace(root),
+    )
+    worked: list[tuple[str, str]] = []
+    assert run_fleet(the_fleet, members[:2], agent(env, worked), env) == [0, 0]
+    assert sorted(step for _, step in worked) == [f"1.{n}" for n in range(1, STEPS + 1)]
+    events = ledger(Workspace(root))
+    assert [e["step"] for e in events if e["event"] == "lease-expired"] == ["1.1"]
+    assert (root / "roadmaps" / "demo.md").read_text().count("- [x]") == STEPS
+
+
+@pytest.mark.parametrize(
+    "setup, message",
+    [
+        (
+            lambda root: (root / "roadmaps" / "demo.md").write_text(ROADMAP + "x\n"),
+            "uncommitted changes",
+        ),
+        (lambda root: git(root, "checkout", "-q", "--detach"), "no branch checked out"),
+    ],
+)
+def test_a_fleet_that_cannot_start_says_so_and_leaves_nothing(
+    repo: tuple[Path, dict[str, str]], setup: Any, message: str
+) -> None:
+    root, _ = repo
+    setup(root)
+    with pytest.raises(AgentcfgError, match=message):
+        plan(root, "demo", "claude", None, None, 60)
+    assert git(root, "worktree", "list").count("\n") == 0
+    assert git(root, "for-each-ref", "refs/agentcfg") == ""
+
+
+def test_an_unknown_remote_or_no_repository_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "roadmaps").mkdir()
+    with pytest.raises(AgentcfgError, match="not in a git repository"):
+        plan(tmp_path, "demo", "claude", None, None, 60)
+    git(tmp_path, "init", "-q")
+    with pytest.raises(AgentcfgError, match="`origin` is not a remote"):
+        plan(tmp_path, "demo", "claude", None, "origin", 60)
