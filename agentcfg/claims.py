@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from agentcfg import state
 from agentcfg.core.ladder import RunState, clamp
+from agentcfg.core.records import Record
 from agentcfg.core.times import format_duration, iso, parse_iso
 from agentcfg.errors import ClaimError, RoadmapError
 from agentcfg.paths import session_key as session_key
@@ -53,8 +53,7 @@ def resolve_session(explicit: str | None, env: Mapping[str, str], host_env: Sequ
     return found
 
 
-@dataclass(frozen=True)
-class Claim:
+class Claim(Record):
     slug: str
     session_id: str
     claimed_at: float
@@ -153,8 +152,7 @@ def check_session(session_id: str) -> None:
         )
 
 
-@dataclass(frozen=True)
-class ClaimResult:
+class ClaimResult(Record):
     claim: Claim
     replaced: Claim | None  # this session's earlier claim
     displaced: tuple[Claim, ...]  # peers' claims taken over with --force
@@ -263,8 +261,7 @@ def _drop(ws: Workspace, claim: Claim) -> None:
     state.remove(run_path(ws, claim.key, claim.slug))
 
 
-@dataclass(frozen=True)
-class Pending:
+class Pending(Record):
     """A claim made where no session id is visible: the turn end that shows its token adopts it."""
 
     token: str

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 from agentcfg import cache
 from agentcfg.core.ladder import MAX_ITERATIONS, STALL_WINDOW, WALL_CLOCK, clamp
+from agentcfg.core.records import Record
 from agentcfg.core.times import parse_duration
 from agentcfg.core.yamlload import SOURCE_LIMIT
 from agentcfg.workspace import Workspace
@@ -38,28 +38,29 @@ CONFIG_LIMIT = SOURCE_LIMIT
 PLAIN_ITEMS = 32
 
 
-@dataclass(frozen=True)
-class ChainEntry:
+class ChainEntry(Record):
     name: str
     severity: str = "blocking"
     fail_closed: bool = False
     timeout: float = 10.0
 
 
-@dataclass(frozen=True)
-class Config:
+DEFAULT_CHAIN = tuple(ChainEntry(name) for name in CONCERNS)
+
+
+class Config(Record):
     mode: str = "enforce"
     max_iterations: int = MAX_ITERATIONS
     wall_clock: float = WALL_CLOCK
     stall_window: int = STALL_WINDOW
-    chain: tuple[ChainEntry, ...] = tuple(ChainEntry(name) for name in CONCERNS)
+    chain: tuple[ChainEntry, ...] = DEFAULT_CHAIN
     gate_scope: str = "claimed"
     detectors: frozenset[str] = frozenset(DETECTORS)
     verify_timeout: float = 600.0
     no_run_continuation: bool = False  # AGENTCFG_NO_RUN_CONTINUATION
     replay: bool = False  # AGENTCFG_REPLAY
     ledger_quotes: str = "excerpt"
-    problems: tuple[str, ...] = field(default=(), compare=False)
+    problems: tuple[str, ...] = ()
     notify: tuple[str, ...] = ()  # argv run on each ending, with {event} {slug} {message}
     max_tokens: int | None = None  # no token budget unless one is set
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from agentcfg import claims, state
+from agentcfg.core.records import Record
 from agentcfg.core.times import iso, parse_iso
 from agentcfg.errors import ClaimError, RoadmapError
 from agentcfg.workspace import Workspace
@@ -21,8 +21,7 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
 TERMINAL = "terminal"  # who ran a control when no session id is in the environment
 
 
-@dataclass(frozen=True)
-class Stop:
+class Stop(Record):
     slug: str
     stopped_at: float
     by: str
@@ -37,15 +36,13 @@ class Stop:
         }
 
 
-@dataclass(frozen=True)
-class StopResult:
+class StopResult(Record):
     stop: Stop
     already: bool  # it was stopped before this command: nothing changed
     sessions: tuple[str, ...]  # the sessions holding a live claim on the roadmap
 
 
-@dataclass(frozen=True)
-class ResumeResult:
+class ResumeResult(Record):
     slug: str
     was: Stop | None  # the stop that was lifted; None when the roadmap was not stopped
 

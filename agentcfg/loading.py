@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 
 from agentcfg import cache
@@ -53,13 +52,23 @@ def parse_bytes(ws: Workspace, data: bytes, path: Path) -> Roadmap:
         data,
         (str(path.absolute()), len(data), mtime_ns),
         lambda: parse_roadmap(text),
-        asdict,
+        _dump,
         _restore,
     )
 
 
 def _shown(ws: Workspace, path: Path) -> str:
     return f"roadmaps/{path.name}" if path.parent == ws.roadmaps else str(path)
+
+
+def _dump(roadmap: Roadmap) -> dict[str, Any]:
+    return {
+        "mode": roadmap.mode,
+        "title": roadmap.title,
+        "phases": [phase._asdict() for phase in roadmap.phases],
+        "steps": [step._asdict() for step in roadmap.steps],
+        "problems": [problem._asdict() for problem in roadmap.problems],
+    }
 
 
 def _restore(data: Any) -> Roadmap | None:

@@ -12,7 +12,8 @@ import itertools
 import json
 import os
 import stat
-from dataclasses import dataclass
+
+from agentcfg.core.records import Record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for every import
@@ -27,8 +28,7 @@ _CODEX_PROMPT = (b'"type":"UserMessage"', b'"type": "UserMessage"')
 FEEDBACK_PREFIX = "Stop hook feedback"
 
 
-@dataclass(frozen=True)
-class TurnInfo:
+class TurnInfo(Record):
     turn: str  # the fallback turn id; "" when the tail cannot tell it
     tools_ran: bool | None  # a tool call since the last human turn; None when unknown
     final_message: str | None  # the last assistant text
@@ -186,8 +186,7 @@ def is_human(record: dict[str, Any]) -> bool:
 # the start of the current human turn. Each host reads its own usage records from the lines.
 
 
-@dataclass(frozen=True)
-class Usage:
+class Usage(Record):
     """Tokens a segment spent, in disjoint parts: fresh input, cache reads, cache writes, output."""
 
     input: int = 0
@@ -209,8 +208,7 @@ class Usage:
         }
 
 
-@dataclass(frozen=True)
-class Spent:
+class Spent(Record):
     """What one fire's segment cost (None: unknown) and where the segment ends (None: unread)."""
 
     usage: Usage | None
@@ -220,8 +218,7 @@ class Spent:
 NOT_READ = Spent(None, None)
 
 
-@dataclass(frozen=True)
-class Segment:
+class Segment(Record):
     """A fire's segment of the transcript, with the window's lines before it for context."""
 
     before: list[bytes]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
+from agentcfg.core.records import Record
 from agentcfg.errors import RoadmapError
 from agentcfg.paths import CONFIG_NAME, ROADMAPS, STATE, locate_root
 
@@ -15,8 +15,7 @@ ROADMAP_LIMIT = 8 * 1024 * 1024
 _SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
-@dataclass(frozen=True)
-class Workspace:
+class Workspace(Record):
     root: Path
 
     @property

@@ -20,7 +20,7 @@ def load(root: Path, text: str | None, env: dict[str, str] | None = None) -> Con
 
 def test_defaults_without_a_file(tmp_path: Path) -> None:
     config = load(tmp_path, None)
-    assert config == Config()
+    assert config._replace(problems=()) == Config()
     assert (config.max_iterations, config.wall_clock, config.stall_window) == (25, 14400.0, 3)
     assert config.problems == ()
 
@@ -78,7 +78,7 @@ def test_invalid_values_fall_back_to_defaults_and_are_reported(tmp_path: Path) -
 )
 def test_unreadable_file_means_defaults(tmp_path: Path, text: str) -> None:
     config = load(tmp_path, text)
-    assert config == Config()
+    assert config._replace(problems=()) == Config()
     assert len(config.problems) == 1
 
 
@@ -165,7 +165,7 @@ def test_a_typo_in_the_chain_keeps_the_default_chain(tmp_path: Path) -> None:
 
 def test_sections_of_the_wrong_shape_are_reported(tmp_path: Path) -> None:
     config = load(tmp_path, "ladder: 5\nturn_end_gate: [a]\nverify: yes\n")
-    assert config == Config()
+    assert config._replace(problems=()) == Config()
     assert sorted(config.problems) == [
         "ladder: expected a mapping",
         "turn_end_gate: expected a mapping",

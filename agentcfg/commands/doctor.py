@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from dataclasses import asdict
 from pathlib import Path
 
 import click
@@ -22,7 +21,7 @@ def doctor(probe: bool, as_json: bool) -> None:
     findings = examine(workspace(), Path.home(), os.environ, probe)
     errors = sum(f.level == "error" for f in findings)
     if as_json:
-        emit_json([asdict(f) for f in findings])
+        emit_json([f._asdict() for f in findings])
     else:
         for finding in findings:
             say(f"{finding.level:<8} {finding.subject}: {finding.message}")

@@ -6,8 +6,7 @@ Each outcome of a run (complete, blocked, a halt) is decided once; later fires a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-
+from agentcfg.core.records import Record
 from agentcfg.core.times import format_duration, iso_ms, parse_iso
 
 TYPE_CHECKING = False
@@ -26,8 +25,7 @@ HISTORY_LIMIT = 64
 LIMITS = {"max_iterations": 1000, "wall_clock": 7 * 86400.0}
 
 
-@dataclass(frozen=True)
-class RunState:
+class RunState(Record):
     started_at: float
     iterations: int = 0
     last_turn: str | None = None
@@ -104,7 +102,7 @@ class RunState:
 
 
 # fields a run state written before they existed may lack
-_FIELDS = frozenset(RunState.__dataclass_fields__) - {"ended", "paused", "tokens", "mark"}
+_FIELDS = frozenset(RunState._fields) - {"ended", "paused", "tokens", "mark"}
 
 
 def _count(value: object) -> bool:
@@ -120,8 +118,7 @@ def _mark(value: object) -> bool:
     )
 
 
-@dataclass(frozen=True)
-class Caps:
+class Caps(Record):
     max_iterations: int = MAX_ITERATIONS
     wall_clock: float = WALL_CLOCK
     stall_window: int = STALL_WINDOW
@@ -141,8 +138,7 @@ def clamp(name: str, value: float) -> tuple[float, str | None]:
     return limit, f"{shown[0]} is above the limit of {shown[1]}; using {shown[1]}"
 
 
-@dataclass(frozen=True)
-class Fire:
+class Fire(Record):
     """What one stop fire saw, already reduced to facts."""
 
     turn: str
@@ -162,8 +158,7 @@ class Fire:
         return len(self.open_ids or ())
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(Record):
     block: bool
     event: str | None  # the ledger event, None for a silent rung
     state: RunState  # the run state to persist
@@ -192,8 +187,8 @@ def decide(run: RunState, fire: Fire, caps: Caps) -> Decision:
     block cap, or the person stepping in): the decision says so, once.
     """
     if run.halted is None and run.last_reply is not None and _new_human_turn(run, fire):
-        decision = _climb(replace(run, last_reply=None), fire, caps)
-        return replace(decision, changed=True, cut_short=True)
+        decision = _climb(run._replace(last_reply=None), fire, caps)
+        return decision._replace(changed=True, cut_short=True)
     return _climb(run, fire, caps)
 
 
@@ -209,32 +204,31 @@ def _climb(read: RunState, fire: Fire, caps: Caps) -> Decision:
     pausing = fire.person == "pause" or (run.paused and fire.person != "resume")
     if run.halted is not None or (run.ended is not None and run.ended == ending):
         # rung 4, first: a finished run says nothing more (a pause is kept for new work)
-        return settle(False, None, run if run.halted else replace(run, paused=pausing))
-    let_go = replace(run, last_reply=None)  # the agent may end its turn: no block holds it
+        return settle(False, None, run if run.halted else run._replace(paused=pausing))
+    let_go = run._replace(last_reply=None)  # the agent may end its turn: no block holds it
     if pausing:  # rung 2c, before the hand-backs: the person's word outranks the agent's
-        return settle(False, None if run.paused else "paused", replace(let_go, paused=True))
+        return settle(False, None if run.paused else "paused", let_go._replace(paused=True))
     if fire.deferred:
         return settle(False, "deferred-quality-gate", run)  # the gate blocked: the turn goes on
     if fire.question:
         return settle(False, "handback-question", let_go)
     if fire.background:
         return settle(False, "handback-background", let_go)
-    run = replace(run, paused=False)  # the person said go on, or never paused
+    run = run._replace(paused=False)  # the person said go on, or never paused
     if _duplicate(run, fire):
-        return settle(True, None, replace(run, repeats=run.repeats + 1))
+        return settle(True, None, run._replace(repeats=run.repeats + 1))
     if fire.open_ids is None:
-        return settle(False, "halt-roadmap-absent", replace(run, halted="halt-roadmap-absent"))
+        return settle(False, "halt-roadmap-absent", run._replace(halted="halt-roadmap-absent"))
     if ending is not None:
-        return settle(False, ending, replace(run, ended=ending, last_reply=None))
+        return settle(False, ending, run._replace(ended=ending, last_reply=None))
     # open work (again, after an ending: the same run goes on); a new human turn clears stalls
-    run = replace(run, ended=None, history=() if _new_human_turn(run, fire) else run.history)
+    run = run._replace(ended=None, history=() if _new_human_turn(run, fire) else run.history)
     for rung, reached in HALTS:
         if reached(run, fire, caps):
-            return settle(False, rung, replace(run, halted=rung, last_reply=None))
+            return settle(False, rung, run._replace(halted=rung, last_reply=None))
     if fire.shadow:
         return settle(False, "shadow-engage", run)
-    engaged = replace(
-        run,
+    engaged = run._replace(
         iterations=run.iterations + 1,
         last_turn=fire.turn or run.last_turn,
         last_reply=fire.reply,

@@ -1,6 +1,6 @@
 """Parse a roadmap (frontmatter mode, phases, steps) and scan it for open work.
 
-Pure: text in, frozen dataclasses out. markdown-it and ruamel.yaml load lazily so that a
+Pure: text in, frozen records out. markdown-it and ruamel.yaml load lazily so that a
 caller holding a cached parse never pays for them. Every scan here is linear in its input:
 one item's text is cut into code spans and comments once, by position, never by
 backtracking regexes.
@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+
+from agentcfg.core.records import Record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for every import
@@ -35,13 +36,14 @@ TEXT_LIMIT = 240
 DETAIL_LINES = 5
 DETAIL_LIMIT = 160
 
-_CHECKBOX = re.compile(r"\[([^\]\[\\\n\t])\](?:\s+|$)")
-_PHASE = re.compile(
-    r"[\W_]*phase\s+(?:(?P<number>[-\u2212]?\d+(?:\.\d+)*[a-z]?)|(?P<prefixed>[a-z]\d+(?:\.\d+)*)"
-    r"|(?P<word>[a-z]+))(?=$|[\s:.,;)\]\u2014\u2013*_-])",
-    re.I,
+# The parser's patterns, kept as source text: `re` compiles each on its first use and keeps
+# it, so a caller served from the parse cache compiles none of them.
+_CHECKBOX = r"\[([^\]\[\\\n\t])\](?:\s+|$)"
+_PHASE = (
+    r"(?i)[\W_]*phase\s+(?:(?P<number>[-\u2212]?\d+(?:\.\d+)*[a-z]?)|(?P<prefixed>[a-z]\d+(?:\.\d+)*)"
+    r"|(?P<word>[a-z]+))(?=$|[\s:.,;)\]\u2014\u2013*_-])"
 )
-_ROMAN = re.compile(r"M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})")
+_ROMAN = r"M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})"
 # fmt: off
 _NUMERALS = {word: str(n) for n, word in enumerate((
     "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
@@ -50,23 +52,21 @@ _NUMERALS = {word: str(n) for n, word in enumerate((
 ))}
 # fmt: on
 # An author's own id at the start of an item: bold or plain, with a `:` `.` `)` after it.
-_LABEL = re.compile(
+_LABEL = (
     r"(?P<bold>\*\*|__)?(?P<label>(?i:step|task)\s+-?\d+[a-z]?|-?\d+(?:\.\d+)*[a-z]?"
     r"|[A-Z][A-Z0-9]*-?\d+(?:\.\d+)*[a-z]?)(?P<sep>[:.)])?(?P=bold)?(?P<after>[:.)])?(?:\s+|$)"
 )
-_WORDED = re.compile(r"(?i:step|task)\s")
-_TAGS = re.compile(r"(?:\[[A-Za-z0-9][\w.-]{0,15}\](?:\s+|$))+")
-_TICKS = re.compile(r"`+")
-_KEYWORD = re.compile(r"(?<![\w-])(verify|blocked[ -]?by)(?:[ \t]*:|(?=[ \t]+#))", re.I)
-_KEYWORD_ONLY = re.compile(r"\s*(verify|blocked[ -]?by)\s*:\s*", re.I)
-_KEYWORD_LEAD = re.compile(r"(verify|blocked[ -]?by)\s*:?", re.I)
-_YAML_KEY = re.compile(r"[\w\"'][\w \"'.-]*:(?:\s|$)")
-_SPACE = re.compile(r"\s+")
+_WORDED = r"(?i:step|task)\s"
+_TAGS = r"(?:\[[A-Za-z0-9][\w.-]{0,15}\](?:\s+|$))+"
+_TICKS = r"`+"
+_KEYWORD = r"(?i)(?<![\w-])(verify|blocked[ -]?by)(?:[ \t]*:|(?=[ \t]+#))"
+_KEYWORD_ONLY = r"(?i)\s*(verify|blocked[ -]?by)\s*:\s*"
+_KEYWORD_LEAD = r"(?i)(verify|blocked[ -]?by)\s*:?"
+_YAML_KEY = r"[\w\"'][\w \"'.-]*:(?:\s|$)"
 _EXEMPT = ("acceptance", "prerequisite", "criteria", "summary", "checklist")
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(Record):
     """A diagnostic the parser found; `roadmap lint` reports it."""
 
     line: int
@@ -74,15 +74,13 @@ class Problem:
     message: str
 
 
-@dataclass(frozen=True)
-class Phase:
+class Phase(Record):
     id: str
     title: str
     line: int
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(Record):
     id: str  # canonical `<phase>.<n>`: unique in its roadmap and shell-safe
     mark: str  # open | done | deferred | cancelled
     text: str
@@ -109,21 +107,19 @@ class Step:
         return self.mark == "open" and not self.blocked
 
 
-@dataclass(frozen=True)
-class Roadmap:
+class Roadmap(Record):
     mode: str | None  # the raw execution.mode, None when absent or unreadable
     title: str | None
     phases: tuple[Phase, ...]
     steps: tuple[Step, ...]
-    problems: tuple[Problem, ...] = field(default=())
+    problems: tuple[Problem, ...] = ()
 
     @property
     def autonomous(self) -> bool:
         return self.mode == "autonomous"
 
 
-@dataclass(frozen=True)
-class Counts:
+class Counts(Record):
     open: int = 0
     blocked: int = 0
     done: int = 0
@@ -135,8 +131,7 @@ class Counts:
         return self.open + self.blocked + self.done + self.deferred + self.cancelled
 
 
-@dataclass(frozen=True)
-class Scan:
+class Scan(Record):
     counts: Counts
     next: Step | None
     phases: tuple[tuple[Phase, Counts], ...]
@@ -165,7 +160,7 @@ def scan(roadmap: Roadmap) -> Scan:
 
 def clip(text: str, limit: int = TEXT_LIMIT) -> str:
     """Comments removed, whitespace collapsed, cut to `limit` characters with `...`."""
-    return _cut(_SPACE.sub(" ", _drop_comments(text)).strip(), limit)
+    return _cut(" ".join(_drop_comments(text).split()), limit)
 
 
 def _cut(flat: str, limit: int = TEXT_LIMIT) -> str:
@@ -204,7 +199,7 @@ def _split_frontmatter(text: str, problems: list[Problem]) -> tuple[dict[str, An
         return {}, text, 0
     end = next((n for n in range(1, len(lines)) if lines[n].rstrip() in ("---", "...")), 0)
     first = next((s for s in lines[1 : end or None] if s.strip() and s[0] != "#"), "")
-    if first and not _YAML_KEY.match(first):
+    if first and not re.match(_YAML_KEY, first):
         return {}, text, 0
     if not end:
         problems.append(Problem(1, "error", "frontmatter has no closing `---`"))
@@ -255,7 +250,7 @@ def _marks_of(meta: dict[str, Any], problems: list[Problem]) -> dict[str, str]:
         problems.append(Problem(1, "warning", "frontmatter `marks:` is not a mapping; ignored"))
         return marks
     for key, state in remap.items():
-        if isinstance(key, str) and _CHECKBOX.fullmatch(f"[{key}]") and state in STATES:
+        if isinstance(key, str) and re.fullmatch(_CHECKBOX, f"[{key}]") and state in STATES:
             marks[key] = state
         else:
             message = (
@@ -266,8 +261,7 @@ def _marks_of(meta: dict[str, Any], problems: list[Problem]) -> dict[str, str]:
     return marks
 
 
-@dataclass
-class _Draft:
+class _Draft(Record):
     """A step before labels are settled across the roadmap."""
 
     id: str
@@ -369,7 +363,7 @@ def _headings(tokens: Sequence[Token], offset: int) -> list[tuple[int, int, str,
 
 def _phase_id(heading: str) -> str | None:
     """`Phase <id>` at the start of a heading (after emoji and emphasis), normalised."""
-    found = _PHASE.match(heading)
+    found = re.match(_PHASE, heading)
     if found is None:
         return None
     number, prefixed, word = found.group("number", "prefixed", "word")
@@ -379,7 +373,7 @@ def _phase_id(heading: str) -> str | None:
         return prefixed[0].upper() + prefixed[1:]
     if word.casefold() in _NUMERALS:
         return _NUMERALS[word.casefold()]
-    if (len(word) == 1 and word.isupper()) or _ROMAN.fullmatch(word):
+    if (len(word) == 1 and word.isupper()) or re.fullmatch(_ROMAN, word):
         return word
     return None
 
@@ -388,7 +382,7 @@ def _box(tokens: Sequence[Token], index: int) -> re.Match[str] | None:
     """The checkbox opening a list item's first paragraph, if it has one."""
     if index + 2 >= len(tokens) or tokens[index + 1].type != "paragraph_open":
         return None
-    return _CHECKBOX.match(tokens[index + 2].content)
+    return re.match(_CHECKBOX, tokens[index + 2].content)
 
 
 def _item_parts(tokens: Sequence[Token], start: int) -> tuple[list[str], list[str], int]:
@@ -426,12 +420,14 @@ def _skip_block(tokens: Sequence[Token], start: int) -> int:
     return len(tokens)
 
 
-@dataclass
 class _Markers:
-    verify_comment: str | None = None
-    verify_plain: str | None = None
-    blocked_comment: str | None = None
-    blocked_plain: str | None = None
+    """The markers one item's text holds, the first of each kind and place kept."""
+
+    def __init__(self) -> None:
+        self.verify_comment: str | None = None
+        self.verify_plain: str | None = None
+        self.blocked_comment: str | None = None
+        self.blocked_plain: str | None = None
 
     def note(self, keyword: str, value: str, comment: bool) -> None:
         if keyword.casefold() == "verify":
@@ -468,7 +464,7 @@ def _draft(
     if state is None:
         problems.append(Problem(line, "warning", f"unknown mark `[{box.group(1)}]` counts as open"))
         state = "open"
-    flat = _SPACE.sub(" ", first).strip()
+    flat = " ".join(first.split())
     struck, flat = _unstrike(flat)
     shown = flat
     label, tags, flat = _label(flat)
@@ -495,32 +491,33 @@ def _unstrike(text: str) -> tuple[bool, str]:
 
 def _label(text: str) -> tuple[str, tuple[str, ...], str]:
     """An author's id at the start of the text, the tags after it, and the rest."""
-    found = _LABEL.match(text)
+    found = re.match(_LABEL, text)
     if found is None:
         return "", (), text
     label, bold, sep = found.group("label", "bold", "sep")
     plain_number = label[-1].isdigit() and label.lstrip("-").replace(".", "").isdigit()
     if not bold and (
-        (_WORDED.match(label) and sep != ":") or (plain_number and "." not in label and not sep)
+        (re.match(_WORDED, label) and sep != ":") or (plain_number and "." not in label and not sep)
     ):
         return "", (), text  # `2 eggs`, `Step 3 of the plan`: prose, not an id
     rest = text[found.end() :]
-    tags_found = _TAGS.match(rest)
+    tags_found = re.match(_TAGS, rest)
     tags: tuple[str, ...] = ()
     if tags_found:
         tags = tuple(tag + "]" for tag in tags_found.group().replace(" ", "").split("]")[:-1])
         rest = rest[tags_found.end() :]
-    return _SPACE.sub(" ", label), tags, rest.lstrip(":. ")
+    return " ".join(label.split()), tags, rest.lstrip(":. ")
 
 
 def _settle_labels(drafts: list[_Draft], problems: list[Problem]) -> list[Step]:
     """Keep each label that names exactly one step and never hides another step's id."""
     # `Step N` that restarts in each phase is qualified by its phase, all of them alike.
-    worded = Counter(d.label.casefold() for d in drafts if _WORDED.match(d.label))
+    worded = Counter(d.label.casefold() for d in drafts if re.match(_WORDED, d.label))
     if any(n > 1 for n in worded.values()):
-        for d in drafts:
-            if _WORDED.match(d.label):
-                d.label = f"Phase {d.phase} {d.label}"
+        drafts = [
+            d._replace(label=f"Phase {d.phase} {d.label}") if re.match(_WORDED, d.label) else d
+            for d in drafts
+        ]
     holders: dict[str, list[int]] = {}
     for index, draft in enumerate(drafts):
         if draft.label:
@@ -565,7 +562,7 @@ def _segments(text: str) -> list[tuple[str, int, int]]:
     """
     if "`" not in text and "<!--" not in text:
         return [("text", 0, len(text))] if text else []
-    runs = [(m.start(), m.end()) for m in _TICKS.finditer(text)] if "`" in text else []
+    runs = [(m.start(), m.end()) for m in re.finditer(_TICKS, text)] if "`" in text else []
     partner = [-1] * len(runs)
     later: dict[int, int] = {}
     for index in range(len(runs) - 1, -1, -1):
@@ -623,7 +620,7 @@ def _read(text: str, markers: _Markers) -> str:
         if start >= end:
             index += 1
             continue
-        if kind == "text" and (found := _KEYWORD.search(text, start, end)) is not None:
+        if kind == "text" and (found := re.compile(_KEYWORD).search(text, start, end)) is not None:
             kept.append(text[start : found.start()])
             value, pos = _value(text, segments, index, found.end())
             markers.note(found.group(1), value, comment=False)
@@ -632,11 +629,11 @@ def _read(text: str, markers: _Markers) -> str:
         index += 1
         if kind == "comment":
             inner = text[start + 4 : end - 3].strip()
-            lead = _KEYWORD_LEAD.match(inner)
+            lead = re.match(_KEYWORD_LEAD, inner)
             if lead:
                 markers.note(lead.group(1), inner[lead.end() :].strip(), comment=True)
             kept.append(" ")
-        elif kind == "code" and (keyword := _KEYWORD_ONLY.fullmatch(_code(text, start, end))):
+        elif kind == "code" and (keyword := re.fullmatch(_KEYWORD_ONLY, _code(text, start, end))):
             value, pos = _value(text, segments, index, end)
             markers.note(keyword.group(1), value, comment=False)
         else:

@@ -6,8 +6,7 @@ at import time: it imports this module inside the functions that build values.
 
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass
+from agentcfg.core.records import Record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for every import
@@ -75,8 +74,7 @@ HOOK_TIMEOUT = 30  # seconds a host waits on the hook; the stop chain itself giv
 SETTLE = 1.0  # seconds a fire waits at most for the host to write the reply it stopped on
 
 
-@dataclass(frozen=True)
-class StopEvent:
+class StopEvent(Record):
     """One stop fire, whichever host sent it."""
 
     session_id: str
@@ -93,8 +91,7 @@ class StopEvent:
     fire_id: str = ""  # the host's own identity of this fire, for hosts whose transcript lags
 
 
-@dataclass(frozen=True)
-class Answer:
+class Answer(Record):
     """What the hook process prints and exits with."""
 
     exit_code: int
@@ -102,8 +99,7 @@ class Answer:
     stderr: str = ""
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(Record):
     """One `doctor` finding, with its fix."""
 
     level: str  # "ok" | "warning" | "error"
@@ -112,8 +108,7 @@ class Finding:
     fix: str = ""
 
 
-@dataclass(frozen=True)
-class Probe:
+class Probe(Record):
     """A synthetic stop payload of a host's shape (a session with no claim), and the answer a
     healthy hook gives it as that host expects: `doctor --probe` feeds one to each registration."""
 
@@ -124,8 +119,7 @@ class Probe:
 PROBE_SESSION = "agentcfg-doctor-probe"
 
 
-@dataclass(frozen=True)
-class TrustEdit:
+class TrustEdit(Record):
     """The host's own trust file, as it is and as trusting (or distrusting) our hook makes it."""
 
     path: Path
@@ -133,8 +127,7 @@ class TrustEdit:
     after: str
 
 
-@dataclass(frozen=True)
-class Plugin:
+class Plugin(Record):
     """Our plugin (or extension) as a host has it installed: the stop hook comes with it."""
 
     record: Path  # the host's file that says so
@@ -291,6 +284,8 @@ def install_hook(
 
     With `group` the entry goes into a new {**group, "hooks": [entry]}; without, into the list.
     """
+    import copy
+
     result = copy.deepcopy(document)
     entries = _made_event_list(result, event)
     grouped = group is not None
@@ -307,6 +302,8 @@ def uninstall_hook(
     document: dict[str, Any], event: str, key: str = "command", grouped: bool = True
 ) -> dict[str, Any]:
     """The document without our hooks, nor the containers that held only them."""
+    import copy
+
     result = copy.deepcopy(document)
     entries = _event_list(result, event)
     if entries is None or not _remove(entries, key, grouped):

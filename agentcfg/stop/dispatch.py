@@ -12,9 +12,9 @@ import contextlib
 import signal
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 
 from agentcfg.config import ChainEntry
+from agentcfg.core.records import Record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for every import
@@ -33,8 +33,7 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
 CHAIN_BUDGET = 3.0
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(Record):
     """What a concern (and then the chain) decided about one stop."""
 
     kind: str  # "allow" | "warn" | "block"
@@ -53,8 +52,7 @@ class ConcernTimeout(Exception):
     pass
 
 
-@dataclass(frozen=True)
-class Outcome:
+class Outcome(Record):
     entry: ChainEntry
     verdict: Verdict
     error: str | None = None

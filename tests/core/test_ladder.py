@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -26,7 +24,7 @@ def fire(open: int | None = None, **changes: object) -> Fire:
     base = Fire(turn="t1", reply="r1", open_ids=THREE, blocked=0, now=T0 + 10)
     if open is not None:
         changes["open_ids"] = frozenset(f"1.{n}" for n in range(1, open + 1))
-    return replace(base, **changes)  # type: ignore[arg-type]
+    return base._replace(**changes)  # type: ignore[arg-type]
 
 
 def seen(open_ids: frozenset[str] = THREE) -> str:
@@ -36,7 +34,7 @@ def seen(open_ids: frozenset[str] = THREE) -> str:
 def engaged(**changes: object) -> RunState:
     """A run that engaged reply r1 of turn t1 with steps 1.1-1.3 open."""
     base = RunState(T0, 1, "t1", "r1", 0, (seen(),), T0 + 10)
-    return replace(base, **changes)  # type: ignore[arg-type]
+    return base._replace(**changes)  # type: ignore[arg-type]
 
 
 def outcome(d: Decision) -> tuple[bool, str | None]:
@@ -64,7 +62,7 @@ def test_handbacks_allow_and_let_the_agent_go(changes: dict[str, bool], event: s
     d = decide(run, fire(**changes), CAPS)
     assert outcome(d) == (False, event)
     held = event == "deferred-quality-gate"  # the gate blocked: the turn goes on
-    assert d.state == (run if held else replace(run, last_reply=None))
+    assert d.state == (run if held else run._replace(last_reply=None))
 
 
 def test_duplicate_fire_blocks_again_uncounted() -> None:
@@ -230,20 +228,20 @@ def test_stall_compares_the_open_steps_not_their_count() -> None:
     ],
 )
 def test_token_budget(budget: int | None, tokens: int | None, event: str) -> None:
-    d = decide(engaged(), fire(reply="r2", tokens=tokens), replace(CAPS, max_tokens=budget))
+    d = decide(engaged(), fire(reply="r2", tokens=tokens), CAPS._replace(max_tokens=budget))
     assert d.event == event
     assert d.state is not None and d.block == (event == "engage")
     assert d.state.halted == (None if event == "engage" else event)
 
 
 def test_token_budget_sits_beside_the_other_caps() -> None:
-    caps = replace(CAPS, max_tokens=100)
+    caps = CAPS._replace(max_tokens=100)
     spent = fire(reply="r2", tokens=100)
     assert decide(engaged(iterations=25), spent, caps).event == "halt-max-iterations"
-    late = replace(spent, now=T0 + CAPS.wall_clock)
+    late = spent._replace(now=T0 + CAPS.wall_clock)
     assert decide(engaged(), late, caps).event == "halt-token-budget"
-    assert decide(engaged(), replace(spent, open_ids=frozenset()), caps).event == "complete"
-    assert decide(engaged(), replace(spent, question=True), caps).event == "handback-question"
+    assert decide(engaged(), spent._replace(open_ids=frozenset()), caps).event == "complete"
+    assert decide(engaged(), spent._replace(question=True), caps).event == "handback-question"
 
 
 def test_new_human_turn_clears_stall_history_but_not_the_counters() -> None:
@@ -276,8 +274,8 @@ def test_run_state_json_round_trip_and_validation() -> None:
     older = {
         k: v for k, v in run.to_json().items() if k not in ("ended", "paused", "tokens", "mark")
     }
-    assert RunState.from_json({**older, "history": [3, 3]}) == replace(
-        run, history=("3", "3"), ended=None, paused=False, tokens=None, mark=None
+    assert RunState.from_json({**older, "history": [3, 3]}) == run._replace(
+        history=("3", "3"), ended=None, paused=False, tokens=None, mark=None
     )  # a run state from before open-step fingerprints: counts never match one
     for bad in (
         {**run.to_json(), "iterations": -1},

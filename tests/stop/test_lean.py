@@ -1,4 +1,6 @@
-"""The stop hook's common path stays lean: no click, ruamel.yaml or markdown-it is loaded."""
+"""The stop hook's common path stays lean: no click, ruamel.yaml, markdown-it, typing,
+dataclasses or hashlib is loaded; a fire with nothing to do loads not even json, re or pathlib
+(listed in brackets)."""
 
 from __future__ import annotations
 
@@ -10,13 +12,15 @@ from pathlib import Path
 from tests.conftest import fixture_payload, hook_env, run_cli
 
 PROBE = """
-import io, json, sys
+import io, sys
 sys.stdin = io.TextIOWrapper(io.BytesIO(sys.argv[1].encode()))
 from agentcfg.entry import main
 code = main(["hook", "stop"])
 heavy = sorted(m for m in ("click", "ruamel", "ruamel.yaml", "markdown_it", "typing", "hashlib",
-                           "subprocess")
+                           "subprocess", "dataclasses", "inspect")
                if m in sys.modules)
+heavy += sorted(f"({m})" for m in ("json", "re", "pathlib") if m in sys.modules)
+import json
 print(json.dumps({"code": code, "heavy": heavy}), file=sys.stderr)
 """
 
@@ -46,7 +50,7 @@ def test_engage_with_a_warm_cache_loads_no_parser(ws: Path) -> None:
     for n in (1, 2):  # the second fire also compares the boxes with the first's
         result = probe(ws, fixture_payload(n, ws))
         assert result["code"] == 2
-        assert result["heavy"] == []
+        assert result["heavy"] == ["(json)", "(pathlib)", "(re)"]
 
 
 def test_engage_through_the_plugin_stays_lean(ws: Path) -> None:
@@ -54,4 +58,4 @@ def test_engage_through_the_plugin_stays_lean(ws: Path) -> None:
     run_cli("sessions", "claim", "demo", "--session", str(fixture_payload(1, ws)["session_id"]))
     run_cli("roadmap", "status", "demo")
     result = probe(ws, fixture_payload(1, ws), AGENTCFG_PLUGIN="1")
-    assert result == {"code": 2, "heavy": []}
+    assert result == {"code": 2, "heavy": ["(json)", "(pathlib)", "(re)"]}

@@ -6,7 +6,6 @@ each host shows through its own channel.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from agentcfg import claims, controls, state
@@ -68,7 +67,7 @@ class RunContinuation:
             data = state.read_json(path)
             found = RunState.from_json(data) if data is not None else None
             if found is None:  # told once: the halted state written here replaces it
-                halted = replace(run, halted="halt-state-unreadable")
+                halted = run._replace(halted="halt-state-unreadable")
                 state.write_json(path, halted.to_json())  # OSError: allow, above
                 return self._told(ctx, claim, "halt-state-unreadable", halted)
             run = found
@@ -76,11 +75,11 @@ class RunContinuation:
         tokens = run.tokens
         if spent.usage is not None:
             tokens = (tokens or 0) + spent.usage.total
-        decision = decide(run, replace(fire, tokens=tokens), ctx.caps)
+        decision = decide(run, fire._replace(tokens=tokens), ctx.caps)
         after = decision.state
         if decision.event is not None and spent.end is not None:
             # a recorded fire's tokens count once: the next segment starts where this one ends
-            after = replace(after, tokens=tokens, mark=(ctx.event.transcript_path, spent.end))
+            after = after._replace(tokens=tokens, mark=(ctx.event.transcript_path, spent.end))
         if after != run:
             state.write_json(path, after.to_json())  # OSError: allow, above
         if decision.cut_short:

@@ -1,0 +1,88 @@
+"""Records behave at run time as the NamedTuple a type checker sees, without loading typing."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from agentcfg.core.records import Record
+
+
+class Point(Record):
+    """A point with a name."""
+
+    x: int
+    y: int = 0
+    tags: tuple[str, ...] = ()
+
+    @property
+    def far(self) -> bool:
+        return abs(self.x) + abs(self.y) > 10
+
+    @classmethod
+    def origin(cls) -> Point:
+        return cls(0)
+
+    def moved(self, dx: int) -> Point:
+        return self._replace(x=self.x + dx)
+
+
+def test_fields_defaults_and_methods() -> None:
+    point = Point(3)
+    assert (point.x, point.y, point.tags) == (3, 0, ())
+    assert Point._fields == ("x", "y", "tags")
+    assert Point._field_defaults == {"y": 0, "tags": ()}
+    assert Point.origin() == Point(0, 0, ())
+    assert point.moved(9).far and not point.far
+    assert point._replace(y=2) == Point(x=3, y=2)
+    assert point._asdict() == {"x": 3, "y": 0, "tags": ()}
+
+
+def test_a_record_is_frozen_and_compared_by_value() -> None:
+    point = Point(1, 2)
+    with pytest.raises(AttributeError):
+        point.x = 5  # type: ignore[misc]
+    assert point == Point(1, 2) and point != Point(2, 1)
+    assert hash(point) == hash(Point(1, 2))
+
+
+def test_a_record_shows_itself_and_its_class() -> None:
+    assert repr(Point(1)) == "Point(x=1, y=0, tags=())"
+    assert (Point.__name__, Point.__qualname__, Point.__module__) == (
+        "Point",
+        "Point",
+        __name__,
+    )
+    assert Point.__doc__ == "A point with a name."
+
+
+def test_a_field_without_a_default_cannot_follow_one_with_a_default() -> None:
+    with pytest.raises(TypeError, match="follows one with a default"):
+
+        class Bad(Record):  # type: ignore[misc]
+            a: int = 0
+            b: int
+
+
+def test_a_record_method_cannot_use_super() -> None:
+    with pytest.raises(TypeError, match="super"):
+
+        class Bad(Record):
+            a: int
+
+            def __repr__(self) -> str:
+                return super().__repr__()
+
+
+def test_defining_records_loads_neither_typing_nor_dataclasses() -> None:
+    probe = (
+        "import sys\n"
+        "import agentcfg.core.ladder, agentcfg.core.roadmap\n"
+        "print(sorted(m for m in ('typing', 'dataclasses', 'inspect') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"
