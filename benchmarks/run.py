@@ -1,14 +1,19 @@
-"""`make bench`: whole-process costs of the stop hook and `roadmap status`, beside bare Python.
+"""`make bench`: whole-process costs of the stop hook and `roadmap status`, beside bare Python
+and beside a loop stop hook in bash and jq (ralph_hook.sh).
 
 Each case runs as a fresh process, at least RUNS times after a warm-up, with its set-up done
-outside the timed part. Prints a table and writes benchmarks/results.json.
+outside the timed part; cases that are compared run in turns, so a busy machine slows both
+alike. The package's bytecode is compiled first, as an install does. Prints a table and the
+ratios, and writes benchmarks/results.json.
 """
 
 from __future__ import annotations
 
+import compileall
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -17,6 +22,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import agentcfg
 from agentcfg import claims, state
 from agentcfg.core.ladder import RunState
 from agentcfg.workspace import Workspace
@@ -26,6 +32,22 @@ HERE = Path(__file__).resolve().parent
 PYTHON = sys.executable
 SCRIPT = str(Path(PYTHON).parent / "agentcfg")
 SESSION = "bench-session"
+RALPH = HERE / "ralph_hook.sh"  # the bash and jq loop hook the full decision is held against
+SIZES = (("1 MiB", 1 << 20), ("64 MiB", 64 << 20))
+# a case's median over another's (the two measured in turns): at most, or below, the target
+RATIOS = (
+    ("warm decision / bare python", "hook, engage, cache hit", "python -c pass", "<=", 3.5),
+    *(
+        (
+            f"full decision / bash+jq hook, {label}",
+            f"full decision, {label} transcript",
+            f"bash+jq hook, {label} transcript",
+            "<",
+            1.0,
+        )
+        for label, _ in SIZES
+    ),
+)
 TARGETS = {  # ratio to bare start-up, or seconds, or a ratio between two cases
     "hook, no claim": 2.0,
     "hook, engage, cache hit": 3.5,
@@ -47,35 +69,35 @@ def roadmap_text(steps: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def line(data: dict[str, object]) -> str:
+    return json.dumps(data, separators=(",", ":")) + "\n"
+
+
 def transcript(path: Path, size: int) -> None:
     """A Claude Code shaped transcript of about `size` bytes ending in one human turn."""
-    tool = (
-        json.dumps(
-            {
-                "type": "assistant",
-                "message": {
-                    "content": [
-                        {
-                            "type": "tool_use",
-                            "name": "Bash",
-                            "input": {"command": "make test " + "x" * 400},
-                        }
-                    ]
-                },
-            }
-        )
-        + "\n"
+    tool = line(
+        {
+            "type": "assistant",
+            "message": {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "name": "Bash", "input": {"command": "make " + "x" * 400}}
+                ],
+            },
+        }
     )
-    result = (
-        json.dumps(
-            {
-                "type": "user",
-                "message": {"content": [{"type": "tool_result", "content": "ok " + "y" * 400}]},
-            }
-        )
-        + "\n"
+    result = line(
+        {
+            "type": "user",
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "content": "ok " + "y" * 400}],
+            },
+        }
     )
-    human = json.dumps({"type": "user", "promptId": "p-1", "message": {"content": "go on"}}) + "\n"
+    human = line(
+        {"type": "user", "promptId": "p-1", "message": {"role": "user", "content": "go on"}}
+    )
     block = (tool + result) * 64
     with path.open("w") as handle:
         written = 0
@@ -86,13 +108,15 @@ def transcript(path: Path, size: int) -> None:
             written += len(block)
         handle.write(human + tool + result)
         handle.write(
-            json.dumps(
+            line(
                 {
                     "type": "assistant",
-                    "message": {"content": [{"type": "text", "text": "Working."}]},
+                    "message": {
+                        "role": "assistant",
+                        "content": [{"type": "text", "text": "Working."}],
+                    },
                 }
             )
-            + "\n"
         )
 
 
@@ -100,7 +124,10 @@ class Bench:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.env = {
-            k: v for k, v in os.environ.items() if not k.startswith(("AGENTCFG_", "CLAUDE_"))
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("AGENTCFG_", "CLAUDE_", "RALPH_"))
+            and k != "PYTHONDONTWRITEBYTECODE"  # an installed program reads its cached bytecode
         }
         self.env["AGENTCFG_ROOT"] = str(root)
         self.ws = Workspace(root)
@@ -129,6 +156,21 @@ class Bench:
         claims.claim(self.ws, SESSION, slug, now=time.time(), force=True)
 
 
+class Case:
+    """One process to time: its command, its stdin, its set-up and the exit code it must give."""
+
+    def __init__(
+        self,
+        command: list[str],
+        stdin: Callable[[], bytes] | None = None,
+        setup: Callable[[], None] | None = None,
+        expect: int = 0,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.command, self.stdin, self.setup = command, stdin, setup
+        self.expect, self.env = expect, env
+
+
 def measure(
     command: list[str],
     stdin: Callable[[], bytes] | None = None,
@@ -138,33 +180,48 @@ def measure(
     runs: int = RUNS,
 ) -> dict[str, float]:
     """Median and spread of a whole process's wall time; peak RSS of the runs."""
-    samples, peaks = [], []
+    return in_turns({"": Case(command, stdin, setup, expect, env)}, runs)[""]
+
+
+def in_turns(cases: dict[str, Case], runs: int = RUNS) -> dict[str, dict[str, float]]:
+    """Each case measured as `measure` does, the cases taking turns run by run."""
+    samples: dict[str, list[float]] = {name: [] for name in cases}
+    peaks: dict[str, list[float]] = {name: [] for name in cases}
     for n in range(runs + 1):
-        if setup:
-            setup()
-        data = stdin() if stdin else b""
-        started = time.perf_counter()
-        proc = subprocess.Popen(
-            command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            env=env,
-        )
-        assert proc.stdin is not None and proc.stderr is not None
-        proc.stdin.write(data)
-        proc.stdin.close()
-        err = proc.stderr.read()
-        _, status, usage = os.wait4(proc.pid, 0)
-        elapsed = time.perf_counter() - started
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        if proc.returncode != expect:
-            raise SystemExit(
-                f"{command}: exit {proc.returncode}, expected {expect}: {err[-500:]!r}"
-            )
-        if n:  # the first run warms the caches
-            samples.append(elapsed)
-            peaks.append(usage.ru_maxrss / 1024)
+        for name, case in cases.items():
+            elapsed, peak = run_once(case)
+            if n:  # the first run warms the caches
+                samples[name].append(elapsed)
+                peaks[name].append(peak)
+    return {name: summary(samples[name], peaks[name]) for name in cases}
+
+
+def run_once(case: Case) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB) of one run of the case's process."""
+    if case.setup:
+        case.setup()
+    data = case.stdin() if case.stdin else b""
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        case.command,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=case.env,
+    )
+    assert proc.stdin is not None and proc.stderr is not None
+    proc.stdin.write(data)
+    proc.stdin.close()
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - started
+    code = os.waitstatus_to_exitcode(status)
+    if code != case.expect:
+        raise SystemExit(f"{case.command}: exit {code}, expected {case.expect}: {err[-500:]!r}")
+    return elapsed, usage.ru_maxrss / 1024
+
+
+def summary(samples: list[float], peaks: list[float]) -> dict[str, float]:
     quartiles = statistics.quantiles(samples, n=4)
     return {
         "median_ms": statistics.median(samples) * 1000,
@@ -178,6 +235,14 @@ def measure(
 
 
 def main() -> int:
+    if shutil.which("jq") is None:
+        print(
+            "make bench: jq is not installed, and the bash+jq hook the stop hook is measured "
+            "against (benchmarks/ralph_hook.sh) needs it: install jq (apt-get install jq)",
+            file=sys.stderr,
+        )
+        return 1
+    compileall.compile_dir(Path(agentcfg.__file__).parent, quiet=1)  # as an install does
     results: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="agentcfg-bench-") as folder:
         root = Path(folder)
@@ -190,19 +255,25 @@ def main() -> int:
         transcript(small, 64 * 1024)
         hook = [SCRIPT, "hook", "stop"]
 
-        results["python -c pass"] = measure([PYTHON, "-c", "pass"])
-        results["hook, no claim"] = measure(
-            hook,
-            lambda: bench.payload(small).replace(SESSION.encode(), b"someone-else"),
-            env=bench.env,
-        )
         bench.claim("r200")
-        results["hook, engage, cache hit"] = measure(
-            hook,
-            lambda: bench.payload(small),
-            setup=lambda: bench.fresh_run("r200"),
-            expect=2,
-            env=bench.env,
+        results.update(
+            in_turns(
+                {
+                    "python -c pass": Case([PYTHON, "-c", "pass"]),
+                    "hook, no claim": Case(
+                        hook,
+                        lambda: bench.payload(small).replace(SESSION.encode(), b"someone-else"),
+                        env=bench.env,
+                    ),
+                    "hook, engage, cache hit": Case(
+                        hook,
+                        lambda: bench.payload(small),
+                        setup=lambda: bench.fresh_run("r200"),
+                        expect=2,
+                        env=bench.env,
+                    ),
+                }
+            )
         )
         r200 = root / "roadmaps" / "r200.md"
 
@@ -225,6 +296,7 @@ def main() -> int:
                 env=bench.env,
             )
             path.unlink()
+        results.update(against_bash(bench, hook, touch_roadmap))
         for steps in (1000, 10000):
             results[f"roadmap status, {steps} steps"] = measure(
                 [SCRIPT, "roadmap", "status", f"r{steps}"], env=bench.env
@@ -241,6 +313,37 @@ def main() -> int:
         )
     report(results)
     return 0
+
+
+def against_bash(
+    bench: Bench, hook: list[str], touch_roadmap: Callable[[], None]
+) -> dict[str, dict[str, float]]:
+    """The full decision (200 steps parsed, no turn id, the transcript's tail read, shadow
+    mode so every fire decides the same) and the bash+jq hook, in turns, per transcript size."""
+    loop = bench.root / "ralph-loop.md"
+    loop.write_text("---\niteration: 0\nmax_iterations: 0\ncompletion_promise: DONE\n---\nGo on.\n")
+    shadow = {**bench.env, "AGENTCFG_MODE": "shadow"}
+    bash = {**bench.env, "RALPH_STATE": str(loop)}
+    results: dict[str, dict[str, float]] = {}
+    for label, size in SIZES:
+        path = bench.root / f"t-{label.replace(' ', '')}.jsonl"
+        transcript(path, size)
+
+        def payload(p: Path = path) -> bytes:
+            return bench.payload(p, prompt=False)
+
+        results.update(
+            in_turns(
+                {
+                    f"full decision, {label} transcript": Case(
+                        hook, payload, setup=touch_roadmap, env=shadow
+                    ),
+                    f"bash+jq hook, {label} transcript": Case([str(RALPH)], payload, env=bash),
+                }
+            )
+        )
+        path.unlink()
+    return results
 
 
 def ledger_lines(path: Path, count: int) -> None:
@@ -281,8 +384,12 @@ def report(results: dict[str, dict[str, float]]) -> None:
             f"{ratio:>8.2f}x {r['peak_rss_mib']:>9.1f}  {verdict}"
         )
     checks = derived(results)
-    for line in checks:
-        print(line["text"])
+    for check in checks:
+        print(check["text"])
+    print("\npairwise (medians of runs taken in turns):")
+    pairs = ratios(results)
+    for pair in pairs:
+        print(pair["text"])
     (HERE / "results.json").write_text(
         json.dumps(
             {
@@ -292,6 +399,7 @@ def report(results: dict[str, dict[str, float]]) -> None:
                 "runs": RUNS,
                 "cases": rows,
                 "checks": checks,
+                "ratios": pairs,
             },
             indent=2,
         )
@@ -319,6 +427,24 @@ def derived(results: dict[str, dict[str, float]]) -> list[dict[str, object]]:
                 "value": value,
                 "target": target,
                 "text": f"{name:<52} {value:>9.2f}{unit}   target <= {target}{unit} {ok}",
+            }
+        )
+    return out
+
+
+def ratios(results: dict[str, dict[str, float]]) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
+    for name, case, base, comparison, target in RATIOS:
+        a, b = results[case]["median_ms"], results[base]["median_ms"]
+        value = a / b
+        ok = value <= target if comparison == "<=" else value < target
+        out.append(
+            {
+                "ratio": name,
+                "value": value,
+                "target": f"{comparison} {target}",
+                "text": f"  {name:<42} {a:>8.1f} / {b:<8.1f} ms = {value:5.2f}x   "
+                f"target {comparison} {target}x {'ok' if ok else 'MISSED'}",
             }
         )
     return out
