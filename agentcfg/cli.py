@@ -53,6 +53,7 @@ def _register() -> None:
         leases,
         report,
         roadmap,
+        run,
         sessions,
         watch,
     )
@@ -68,6 +69,7 @@ def _register() -> None:
         controls.resume,
         watch.watch,
         leases.leases,
+        run.run,
     ):
         cli.add_command(group)
 

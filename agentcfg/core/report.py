@@ -28,6 +28,9 @@ ENDINGS = (
     "halt-stall",
     "halt-roadmap-absent",
     "halt-state-unreadable",
+    "halt-restarts",  # `agentcfg run`'s own endings
+    "halt-until",
+    "interrupted",
 )
 # runs seen at once before the oldest ended one is folded into the totals
 OPEN_RUNS = 4096

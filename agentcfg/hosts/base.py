@@ -10,7 +10,7 @@ from agentcfg.core.records import Record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for every import
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
     from pathlib import Path
     from typing import Any, Protocol
 
@@ -68,6 +68,24 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
         def usage_since(self, path: str, start: int | None, settle: float) -> Spent:
             """Tokens spent since offset `start` of the transcript at `path`; a host that may
             fire before its reply is written waits at most `settle` seconds for it."""
+
+        # unattended runs (`agentcfg run`)
+        @property
+        def BINARY(self) -> str: ...  # the program `agentcfg run` starts
+        @property
+        def NAMES_SESSION(self) -> bool: ...  # a headless start takes a session id of ours
+
+        def headless(
+            self, prompt: str, session: str | None, resume: bool, extra: Sequence[str]
+        ) -> list[str] | None:
+            """The arguments after BINARY for one headless run sending `prompt`: a new session
+            (named `session` where NAMES_SESSION), or with `resume` the session `session`
+            carried on; `extra` are the person's own arguments. None: the host cannot do that."""
+
+        def limit_reset(self, output: str, now: float) -> float | None:
+            """When the host process ended on a usage or rate limit (`output`: its stdout and
+            stderr), the epoch seconds of the reset it announced (`now` or earlier: a limit
+            whose reset it did not tell); None when it did not end on a limit."""
 
 
 HOOK_TIMEOUT = 30  # seconds a host waits on the hook; the stop chain itself gives up after 3

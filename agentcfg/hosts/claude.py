@@ -10,7 +10,7 @@ from agentcfg.hosts import defaults
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
     from pathlib import Path
 
     from agentcfg.hosts.base import Finding, Plugin, Probe, StopEvent
@@ -178,3 +178,28 @@ def _message_usage(line: bytes) -> tuple[object, Usage | None] | None:
         cache_read=count(usage.get("cache_read_input_tokens")),
         cache_write=count(usage.get("cache_creation_input_tokens")),
     )
+
+
+# --- unattended runs (`agentcfg run`) ---
+
+BINARY = "claude"
+NAMES_SESSION = True  # `--session-id <uuid>` names a new session; `--resume <id>` carries it on
+
+
+def headless(prompt: str, session: str | None, resume: bool, extra: Sequence[str]) -> list[str]:
+    named = [] if session is None else ["--resume" if resume else "--session-id", session]
+    return ["-p", prompt, *named, *extra]
+
+
+def limit_reset(output: str, now: float) -> float | None:
+    """Claude Code waits out a short announced reset inside the process; a longer one ends it at
+    once with exit 1 and `API Error: Request rejected (429) · ...`, and a plan's usage limit
+    with `usage limit reached|<epoch of the reset>`."""
+    import re
+
+    told = re.search(r"usage limit reached\|([0-9]{9,11})\b", output, re.IGNORECASE)
+    if told:
+        return float(told.group(1))
+    if re.search(r"API Error: [^\n]*\(429\)|rate_limit_error|usage limit reached", output):
+        return now
+    return None

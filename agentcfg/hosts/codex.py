@@ -12,7 +12,7 @@ from agentcfg.hosts import defaults
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
     from pathlib import Path
     from typing import Any
 
@@ -324,3 +324,26 @@ def _growth(before: dict[str, int], after: dict[str, int]) -> Usage | None:
         cache_read=cached,
         cache_write=written,
     )
+
+
+# --- unattended runs (`agentcfg run`) ---
+
+BINARY = "codex"
+NAMES_SESSION = False  # `codex exec` picks its own thread id: the claim waits for its token
+
+
+def headless(
+    prompt: str, session: str | None, resume: bool, extra: Sequence[str]
+) -> list[str] | None:
+    if resume:
+        return None if session is None else ["exec", "resume", *extra, session, prompt]
+    return ["exec", *extra, prompt]
+
+
+def limit_reset(output: str, now: float) -> float | None:
+    """Codex retries a 429 itself a few times, then ends with the status in its error."""
+    import re
+
+    if re.search(r"429|usage limit|rate limit", output, re.IGNORECASE):
+        return now
+    return None

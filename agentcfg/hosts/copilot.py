@@ -180,3 +180,11 @@ def block_cap(root: Path, home: Path, env: Mapping[str, str]) -> tuple[int, str]
 
 plugin = defaults.plugin
 usage_since = defaults.usage_since  # no captured Copilot CLI events file shows its usage
+
+
+# --- unattended runs (`agentcfg run`): not driven headless yet ---
+
+BINARY = "copilot"
+NAMES_SESSION = False
+headless = defaults.headless
+limit_reset = defaults.limit_reset

@@ -138,3 +138,11 @@ trust = defaults.trust
 block_cap = defaults.block_cap
 plugin = defaults.plugin
 usage_since = defaults.usage_since  # Cursor's transcript records no token usage
+
+
+# --- unattended runs (`agentcfg run`): not driven headless yet ---
+
+BINARY = "cursor-agent"
+NAMES_SESSION = False
+headless = defaults.headless
+limit_reset = defaults.limit_reset

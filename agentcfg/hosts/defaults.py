@@ -9,7 +9,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
     from pathlib import Path
     from typing import Any
 
@@ -142,3 +142,13 @@ def usage_since(path: str, start: int | None, settle: float) -> Spent:
     from agentcfg.transcript import NOT_READ
 
     return NOT_READ  # no transcript of the host shows its token usage to us
+
+
+def headless(
+    prompt: str, session: str | None, resume: bool, extra: Sequence[str]
+) -> list[str] | None:
+    return None  # `agentcfg run` does not start this host headless yet
+
+
+def limit_reset(output: str, now: float) -> float | None:
+    return None  # no usage-limit answer of this host is known to us

@@ -14,7 +14,7 @@ from agentcfg.hosts import defaults
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
     from pathlib import Path
     from typing import Any
 
@@ -276,3 +276,23 @@ def _message_usage(line: bytes) -> tuple[object, Usage | None] | None:
         cache_read=cached,
         cache_write=0,  # Gemini's context cache is not written by a request: nothing to count
     )
+
+
+# --- unattended runs (`agentcfg run`) ---
+
+BINARY = "gemini"
+NAMES_SESSION = True  # `--session-id <id>` names a new session; `--resume <id>` carries it on
+
+
+def headless(prompt: str, session: str | None, resume: bool, extra: Sequence[str]) -> list[str]:
+    named = [] if session is None else ["--resume" if resume else "--session-id", session]
+    return ["-p", prompt, *named, *extra]
+
+
+def limit_reset(output: str, now: float) -> float | None:
+    """Gemini CLI retries a 429 with backoff, then ends with the quota error in its output."""
+    import re
+
+    if re.search(r"\b429\b|RESOURCE_EXHAUSTED|quota", output, re.IGNORECASE):
+        return now
+    return None

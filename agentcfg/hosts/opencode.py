@@ -165,3 +165,11 @@ def _ours(document: Mapping[str, Any]) -> bool:
 
 plugin = defaults.plugin  # `hooks install` writes our OpenCode plugin itself: no second route
 usage_since = defaults.usage_since  # OpenCode keeps its messages in a database
+
+
+# --- unattended runs (`agentcfg run`): not driven headless yet ---
+
+BINARY = "opencode"
+NAMES_SESSION = False
+headless = defaults.headless
+limit_reset = defaults.limit_reset

@@ -137,3 +137,11 @@ def _capped(value: float) -> int:
 
 plugin = defaults.plugin
 usage_since = defaults.usage_since  # no captured Qwen Code session file shows its usage
+
+
+# --- unattended runs (`agentcfg run`): not driven headless yet ---
+
+BINARY = "qwen"
+NAMES_SESSION = False
+headless = defaults.headless
+limit_reset = defaults.limit_reset

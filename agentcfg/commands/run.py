@@ -1,0 +1,79 @@
+"""`agentcfg run`: an unattended run of a host on a roadmap, to its ending."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import click
+
+from agentcfg import driver
+from agentcfg.commands import count, duration, emit_json, json_option, say, workspace
+from agentcfg.core import unattended
+from agentcfg.errors import AgentcfgError
+
+
+@click.command("run", context_settings={"ignore_unknown_options": False})
+@click.argument("slug")
+@click.option("--host", "host", required=True, help="The host to run: claude, codex or gemini.")
+@click.option("--until", "until", help="Stop by then: HH:MM, an ISO-8601 time, or a duration (8h).")
+@click.option("--window", "window", help="Work only in these hours (local time), e.g. 22:00-06:00.")
+@click.option(
+    "--max-restarts",
+    callback=count,
+    help=f"Host starts after the first, at most  [default: {unattended.MAX_RESTARTS}].",
+)
+@click.option(
+    "--max-wait",
+    callback=duration,
+    help="The longest single wait (usage limit, backoff) before looking again  [default: 5h].",
+)
+@click.option("--force", is_flag=True, help="Take the roadmap over from another live session.")
+@json_option
+@click.argument("extra", nargs=-1, type=click.UNPROCESSED)
+def run(
+    slug: str,
+    host: str,
+    until: str | None,
+    window: str | None,
+    max_restarts: int | None,
+    max_wait: float | None,
+    force: bool,
+    as_json: bool,
+    extra: tuple[str, ...],
+) -> None:
+    """Run a host headless on roadmaps/<SLUG>.md until the run ends; arguments after `--`
+    go to the host. Exit 0 when complete; see the README for the other exit codes."""
+    moment = time.time()
+    offset = float(time.localtime(moment).tm_gmtoff)
+    parsed_window = None
+    if window is not None:
+        parsed_window = unattended.parse_window(window)
+        if parsed_window is None:
+            raise AgentcfgError(f"--window {window!r} is not HH:MM-HH:MM, e.g. 22:00-06:00")
+    parsed_until = None
+    if until is not None:
+        parsed_until = unattended.parse_until(until, moment, offset)
+        if parsed_until is None:
+            raise AgentcfgError(
+                f"--until {until!r} is not HH:MM, an ISO-8601 time or a duration like 8h"
+            )
+    policy = unattended.Policy(
+        max_restarts=unattended.MAX_RESTARTS if max_restarts is None else max_restarts,
+        until=parsed_until,
+        window=parsed_window,
+        utc_offset=offset,
+        max_wait=unattended.LIMIT_WAIT if max_wait is None else max_wait,
+    )
+    ws = workspace()
+    request = driver.Request(slug, host, policy, extra, force)
+    ready = driver.prepare(ws, request, os.environ, Path.home())
+    signal.signal(signal.SIGTERM, driver.on_sigterm)
+    result = driver.drive(
+        ws, request, ready, os.environ, driver.Clock(), lambda line: say(line, err=as_json)
+    )
+    if as_json:
+        emit_json(result.to_json())
+    raise SystemExit(result.exit_code)

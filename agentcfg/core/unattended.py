@@ -1,0 +1,309 @@
+"""`agentcfg run`'s decisions and texts: how a host process ended and what the run's state says
+in, what to do next out (finish, start the host again now or later). Pure: no clock, no I/O;
+times are epoch seconds the caller passes in.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+from agentcfg.core.texts import plural
+from agentcfg.core.times import format_duration, iso
+
+# The exit code of each ending, by family: what a CI job or a script branches on.
+EXIT_CODES = {
+    "complete": 0,
+    "blocked": 10,  # nothing open but steps blocked on something outside the run
+    "halt-max-iterations": 11,  # a budget is spent
+    "halt-token-budget": 11,
+    "halt-wall-clock": 11,
+    "halt-until": 11,
+    "halt-stall": 12,  # the agent stopped making progress
+    "handback-question": 13,  # a person is needed
+    "handback-background": 13,
+    "paused": 13,
+    "released": 13,
+    "stopped": 14,  # a person stopped the run (`agentcfg stop`)
+    "halt-roadmap-absent": 15,  # the roadmap or the run's state went wrong under the run
+    "halt-contract-changed": 15,
+    "halt-state-unreadable": 15,
+    "halt-restarts": 16,  # the host kept ending early: the restart budget is spent
+    "interrupted": 130,  # Ctrl-C at the driver
+}
+UNKNOWN_ENDING = 15  # an ending this table does not know yet: the run did not complete
+
+MAX_RESTARTS = 10
+LIMIT_WAIT = 5 * 3600.0  # the longest wait for a usage limit whose reset nobody announced
+CRASH_BACKOFF = 10.0  # the first wait after a host crash, doubled for each crash in a row
+LIMIT_BACKOFF = 60.0  # the first wait after a limit with no reset told, doubled likewise
+RELAY_REPLY_LINES = 20
+
+_WINDOW = re.compile(r"([01][0-9]|2[0-3]):([0-5][0-9])-([01][0-9]|2[0-3]):([0-5][0-9])")
+_CLOCK = re.compile(r"([01][0-9]|2[0-3]):([0-5][0-9])")
+DAY = 86400.0
+
+
+@dataclass(frozen=True)
+class Window:
+    """Hours of the day (local time) the run may work in; `end` before `start` wraps midnight."""
+
+    start: int  # minutes after midnight
+    end: int
+
+    def wait(self, at: float, utc_offset: float) -> float:
+        """Seconds from `at` until the window is open; 0 when it is open at `at`."""
+        minute = ((at + utc_offset) % DAY) / 60.0
+        span = (self.end - self.start) % 1440 or 1440
+        into = (minute - self.start) % 1440
+        return 0.0 if into < span else (1440 - into) * 60.0
+
+    def __str__(self) -> str:
+        return (
+            f"{self.start // 60:02d}:{self.start % 60:02d}-{self.end // 60:02d}:{self.end % 60:02d}"
+        )
+
+
+def parse_window(text: str) -> Window | None:
+    """`HH:MM-HH:MM` (24-hour clock); None when it does not parse or is empty."""
+    found = _WINDOW.fullmatch(text.strip())
+    if found is None:
+        return None
+    h1, m1, h2, m2 = (int(g) for g in found.groups())
+    start, end = h1 * 60 + m1, h2 * 60 + m2
+    return None if start == end else Window(start, end)
+
+
+def parse_until(text: str, now: float, utc_offset: float) -> float | None:
+    """The moment `--until` names: `HH:MM` (its next occurrence, local time), an ISO-8601 time
+    (UTC unless it says otherwise), or a duration from now (`8h`); None when none of those."""
+    from agentcfg.core.times import parse_duration, parse_iso
+
+    text = text.strip()
+    clock = _CLOCK.fullmatch(text)
+    if clock:
+        minute = int(clock.group(1)) * 60 + int(clock.group(2))
+        local = (now + utc_offset) % DAY
+        ahead = (minute * 60.0 - local) % DAY
+        return now + (ahead or DAY)
+    if re.fullmatch(r"[0-9]{4}-.*", text):
+        return parse_iso(text)
+    seconds = parse_duration(text) if not re.fullmatch(r"[0-9.]+", text) else None
+    return None if seconds is None else now + seconds
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What the person asked of the run, and the waits the driver uses (tests shorten them)."""
+
+    max_restarts: int = MAX_RESTARTS
+    until: float | None = None
+    window: Window | None = None
+    utc_offset: float = 0.0  # seconds east of UTC, for the window's clock
+    max_wait: float = LIMIT_WAIT  # no single wait is longer: a wait ends in a fresh look
+    crash_backoff: float = CRASH_BACKOFF
+    limit_backoff: float = LIMIT_BACKOFF
+
+
+@dataclass(frozen=True)
+class Ended:
+    """How one host process ended, as the driver saw it."""
+
+    code: int | None  # its exit status; None: a signal ended it
+    ending: str | None  # the run's ending the state and ledger tell; None: open work remains
+    reset_at: float | None = None  # the host ended on a usage limit, with this reset (<= now:
+    # a limit whose reset it did not tell)
+    progressed: bool = False  # a step was closed while it ran
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What the driver has done so far in this run."""
+
+    starts: int = 0  # host processes started
+    restarts: int = 0  # starts after the first
+    failures: int = 0  # crashes in a row, for the backoff
+    limits: int = 0  # usage limits in a row, for the backoff
+
+
+@dataclass(frozen=True)
+class Action:
+    """What to do next: `finish` with an ending, or `start` the host (again) at `at`."""
+
+    kind: str  # "finish" | "start"
+    at: float = 0.0  # when to start; later than now means a wait first
+    ending: str | None = None
+    exit_code: int = 0
+    resume: bool = False  # carry the run on (the same session where the host can)
+    reason: str = "start"  # start | cut-short | crash | usage-limit
+    pause: str | None = None  # the ledger event of the wait: paused-usage-limit | paused-window
+    reset_at: float | None = None  # the usage limit's reset, when one was announced
+
+
+def finish(ending: str) -> Action:
+    return Action("finish", ending=ending, exit_code=EXIT_CODES.get(ending, UNKNOWN_ENDING))
+
+
+def first(now: float, policy: Policy) -> Action:
+    """The first start: now, or when the window opens; a told halt when `--until` is past."""
+    return schedule(Action("start", at=now), policy)
+
+
+def decide(progress: Progress, ended: Ended, now: float, policy: Policy) -> Action:
+    """After a host process ended: finish with the run's ending, or start the host again."""
+    if ended.ending is not None:
+        return finish(ended.ending)
+    if progress.restarts >= policy.max_restarts:
+        return finish("halt-restarts")
+    if ended.reset_at is not None:
+        announced = ended.reset_at if ended.reset_at > now else None
+        wait = (
+            announced - now
+            if announced is not None
+            else _backoff(policy.limit_backoff, progress.limits, LIMIT_WAIT)
+        )
+        action = Action(
+            "start",
+            at=now + min(wait, policy.max_wait),
+            resume=True,
+            reason="usage-limit",
+            pause="paused-usage-limit",
+            reset_at=announced,
+        )
+    elif ended.code == 0 or ended.progressed:
+        # the host ended cleanly with work open (its block cap, its context): go on at once
+        action = Action("start", at=now, resume=True, reason="cut-short")
+    else:
+        wait = _backoff(policy.crash_backoff, progress.failures, policy.max_wait)
+        action = Action("start", at=now + min(wait, policy.max_wait), resume=True, reason="crash")
+    return schedule(action, policy)
+
+
+def schedule(action: Action, policy: Policy) -> Action:
+    """A start moved into the window, or the told halt when it would fall after `--until`."""
+    at = action.at
+    if policy.window is not None:
+        wait = policy.window.wait(at, policy.utc_offset)
+        if wait > 0:
+            at += wait
+            action = replace(action, at=at, pause=action.pause or "paused-window")
+    if policy.until is not None and at >= policy.until:
+        return finish("halt-until")
+    return action
+
+
+def advance(progress: Progress, action: Action, ended: Ended | None) -> Progress:
+    """The driver's count after it carries out a start `action` that followed `ended`."""
+    return Progress(
+        starts=progress.starts + 1,
+        restarts=progress.restarts + (1 if progress.starts else 0),
+        failures=0 if ended is None or action.reason != "crash" else progress.failures + 1,
+        limits=0 if ended is None or action.reason != "usage-limit" else progress.limits + 1,
+    )
+
+
+def _backoff(first_wait: float, in_a_row: int, cap: float) -> float:
+    return float(min(first_wait * 2 ** min(in_a_row, 32), cap))
+
+
+# --- texts: what the person at the terminal (or the CI log) reads ---
+
+
+REASONS = {
+    "cut-short": "the host ended with work open",
+    "crash": "the host failed",
+    "usage-limit": "after the usage limit",
+}
+
+
+def start_line(host: str, slug: str, session: str | None, action: Action, attempt: int) -> str:
+    """One line when the driver starts the host: what, for whom, and why."""
+    who = f"session {session}" if session else "a new session (claim pending)"
+    if not action.resume:
+        return f"agentcfg run: {host} on roadmap `{slug}`, {who}"
+    why = REASONS.get(action.reason, action.reason)
+    return f"agentcfg run: restart {attempt} of {host} on `{slug}` ({why}), {who}"
+
+
+def pause_line(action: Action, now: float) -> str:
+    """The line a wait prints: what it waits for and until when."""
+    until = f"{iso(action.at)} (in {format_duration(action.at - now)})"
+    if action.pause == "paused-usage-limit":
+        told = "reset announced" if action.reset_at is not None else "no reset announced"
+        return f"agentcfg run: paused at a usage limit ({told}); resuming at {until}"
+    return f"agentcfg run: outside the window; resuming at {until}"
+
+
+def engagement_line(event: dict[str, object], elapsed: float, cap: int) -> str:
+    """One line per engagement the ledger records: iteration, step, tokens, time so far."""
+    iteration = event.get("iterations")
+    step = event.get("step")
+    tokens = event.get("tokens")
+    total = tokens.get("total") if isinstance(tokens, dict) else None
+    parts = [
+        f"iteration {iteration}/{cap}",
+        f"step {step}" if isinstance(step, str) else "no step",
+        f"{total:,} tokens" if isinstance(total, int) else "tokens unknown",
+        format_duration(elapsed),
+    ]
+    return "  " + " · ".join(parts)
+
+
+def ending_text(
+    ending: str,
+    exit_code: int,
+    slug: str,
+    closed: int,
+    row: dict[str, object] | None,
+    progress: Progress,
+) -> str:
+    """The run's typed ending, with the numbers `report` has for it."""
+    numbers = [f"{plural(closed, 'step')} closed"]
+    if row is not None:
+        tokens = row.get("tokens")
+        total = tokens.get("total") if isinstance(tokens, dict) else None
+        wall = row.get("wall_seconds")
+        numbers = [
+            plural(_int(row.get("engagements")), "engagement"),
+            *numbers,
+            f"{total:,} tokens" if isinstance(total, int) else "tokens unknown",
+            format_duration(float(wall) if isinstance(wall, (int, float)) else 0.0),
+        ]
+    return "\n".join(
+        (
+            f"agentcfg run: {ending} — roadmap `{slug}` (exit {exit_code})",
+            "  " + ", ".join(numbers),
+            f"  {plural(progress.starts, 'host start')}, {plural(progress.restarts, 'restart')}",
+        )
+    )
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) else 0
+
+
+def relay_note(
+    slug: str,
+    reason: str,
+    status: str,
+    receipts: list[str],
+    previous_reply: str,
+    continuation: str,
+) -> str:
+    """The first prompt of a new session that carries a run on: where the run stands, the
+    last receipts, the end of the previous session's final reply, then the continuation."""
+    lines = [
+        f"agentcfg run: this new session carries on the run on roadmap `{slug}` "
+        f"({REASONS.get(reason, reason)}).",
+        f"Roadmap status: {status}",
+    ]
+    if receipts:
+        lines.append("Last receipts (steps proven by their verify line):")
+        lines += (f"  {line}" for line in receipts[-5:])
+    reply = [line for line in previous_reply.strip().splitlines() if line.strip()]
+    if reply:
+        lines.append("The previous session's final reply ended:")
+        lines += (f"> {line}" for line in reply[-RELAY_REPLY_LINES:])
+    lines.append("")
+    lines.append(continuation)
+    return "\n".join(lines)

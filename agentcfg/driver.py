@@ -1,0 +1,567 @@
+"""`agentcfg run`: start a host headless on a claimed roadmap, show each engagement as the
+stop hook records it, and when the host process ends carry the run on (resume, wait for a
+usage-limit reset or the window) until the run ends. The decisions are core.unattended's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentcfg import claims, controls, loading, state
+from agentcfg.core import report as reports
+from agentcfg.core import unattended as plan
+from agentcfg.core.ladder import MAX_ITERATIONS
+from agentcfg.core.roadmap import Roadmap, scan
+from agentcfg.core.texts import continuation, plural
+from agentcfg.core.times import iso
+from agentcfg.errors import AgentcfgError, ClaimError
+from agentcfg.hosts import registry
+from agentcfg.hosts.base import settings_hook
+from agentcfg.workspace import Workspace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from agentcfg.hosts.base import Host
+
+OUTPUT_KEPT = 256 * 1024  # bytes of each host stream kept for the limit check and the relay
+POLL = 0.25  # seconds between looks at the ledger while the host runs
+GRACE = 5.0  # seconds a host has to end after Ctrl-C before it is terminated, then killed
+READ_LIMIT = 4 * 1024 * 1024  # ledger bytes read per look
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM at the driver (a CI job cancelled): it ends the run as Ctrl-C does."""
+
+
+def on_sigterm(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+class Clock:
+    """Time as the driver sees it; tests pass one that does not wait."""
+
+    def now(self) -> float:
+        return time.time()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+@dataclass(frozen=True)
+class Request:
+    slug: str
+    host: str
+    policy: plan.Policy
+    extra: tuple[str, ...] = ()
+    force: bool = False
+
+
+@dataclass
+class Result:
+    ending: str
+    exit_code: int
+    slug: str
+    host: str
+    session: str | None
+    progress: plan.Progress
+    closed: int  # steps closed while the driver ran
+    row: dict[str, Any] | None  # the run as `report --json` gives it
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ending": self.ending,
+            "exit_code": self.exit_code,
+            "slug": self.slug,
+            "host": self.host,
+            "session": self.session,
+            "starts": self.progress.starts,
+            "restarts": self.progress.restarts,
+            "steps_closed": self.closed,
+            "run": self.row,
+        }
+
+
+@dataclass(frozen=True)
+class Prepared:
+    host: Host
+    binary: str
+    slug: str
+    roadmap: Roadmap
+
+
+def prepare(ws: Workspace, request: Request, env: Mapping[str, str], home: Path) -> Prepared:
+    """Everything checked before anything starts; AgentcfgError with one line otherwise."""
+    try:
+        host = registry.adapter(request.host)
+    except KeyError:
+        names = ", ".join(sorted(registry.HOSTS))
+        raise AgentcfgError(f"unknown host {request.host!r} (one of: {names})") from None
+    if host.headless("", None, False, ()) is None:
+        able = ", ".join(n for n in sorted(registry.HOSTS) if _drivable(registry.adapter(n)))
+        raise AgentcfgError(f"{host.TITLE} cannot be run unattended yet (hosts that can: {able})")
+    binary = shutil.which(host.BINARY, path=env.get("PATH", os.defpath))
+    if binary is None:
+        raise AgentcfgError(
+            f"cannot find {host.TITLE}'s program `{host.BINARY}` on PATH: install it first"
+        )
+    roadmap = loading.load(ws, request.slug)
+    slug = ws.canonical(request.slug)
+    if not roadmap.autonomous:
+        raise AgentcfgError(
+            f"roadmap `{slug}` is not autonomous: set `execution: {{mode: autonomous}}` in its "
+            "frontmatter to run it unattended"
+        )
+    stopped = controls.read_stop(ws, slug)
+    if stopped is not None:
+        raise ClaimError(
+            f"roadmap `{slug}` was stopped by {stopped.by} at {iso(stopped.stopped_at)}: "
+            f"`agentcfg resume {slug}` first"
+        )
+    if settings_hook(host, ws.root, home, env) is None and host.plugin(ws.root, home, env) is None:
+        raise AgentcfgError(
+            f"the stop hook is not installed for {host.TITLE}: run "
+            f"`agentcfg hooks install --host {host.NAME}` first"
+        )
+    return Prepared(host, binary, slug, roadmap)
+
+
+def _drivable(host: Host) -> bool:
+    return host.headless("", None, False, ()) is not None
+
+
+@dataclass
+class _Session:
+    """The host session the run lives in, and how its claim was made."""
+
+    session: str | None = None  # None until a pending claim is adopted
+    token: str | None = None  # the pending claim's token, shown in the first prompt
+
+    @property
+    def key(self) -> str | None:
+        return None if self.session is None else claims.session_key(self.session)
+
+
+@dataclass
+class _Ran:
+    """One host process, as it ended."""
+
+    code: int | None
+    stdout: str
+    stderr: str
+    events: list[dict[str, Any]] = field(default_factory=list)  # ledger events while it ran
+
+
+def drive(
+    ws: Workspace,
+    request: Request,
+    ready: Prepared,
+    env: Mapping[str, str],
+    clock: Clock,
+    say: Callable[[str], None],
+) -> Result:
+    """The whole run: claim, start, watch, decide, until an ending; Ctrl-C ends it cleanly."""
+    return _Driver(ws, request, ready, env, clock, say).drive()
+
+
+class _Driver:
+    def __init__(
+        self,
+        ws: Workspace,
+        request: Request,
+        ready: Prepared,
+        env: Mapping[str, str],
+        clock: Clock,
+        say: Callable[[str], None],
+    ) -> None:
+        self.ws, self.request, self.ready, self.env = ws, request, ready, env
+        self.clock, self.say = clock, say
+        self.host, self.slug = ready.host, ready.slug
+        self.open_at_start = scan(ready.roadmap).counts.open
+        self.progress = plan.Progress()
+        self.current = _Session()
+
+    def drive(self) -> Result:
+        """Carry the run to its ending; Ctrl-C (or SIGTERM) ends it as `interrupted`."""
+        try:
+            return self._drive()
+        except KeyboardInterrupt as stop:
+            by = "signal" if isinstance(stop, Terminated) else controls.TERMINAL
+            return self.finish(plan.finish("interrupted"), decided_here=True, by=by)
+
+    def _drive(self) -> Result:
+        host, slug, policy, clock = self.host, self.slug, self.request.policy, self.clock
+        self.current = _claim(self.ws, host, slug, self.request.force, clock.now())
+        action = plan.first(clock.now(), policy)
+        ended: plan.Ended | None = None
+        ran: _Ran | None = None
+        started = clock.now()
+        while True:
+            if action.kind == "finish":
+                return self.finish(action, decided_here=True)
+            if action.at > clock.now():
+                stopped = _wait(self.ws, slug, self.current, action, clock, self.say)
+                if stopped is not None:
+                    return self.finish(stopped, decided_here=True)
+                action = plan.schedule(action, policy)
+                if action.kind == "finish" or action.at > clock.now():
+                    continue
+            if action.resume and not self.current.session and ran is not None:
+                # the pending claim was never bound: a new one, for the new session
+                self.current = _claim(self.ws, host, slug, True, clock.now())
+            self.progress = plan.advance(self.progress, action, ended)
+            argv = _argv(self.ws, self.ready, self.request, self.current, action, ran)
+            counts = scan(loading.load(self.ws, slug)).counts
+            _record(
+                self.ws, "run-start" if self.progress.starts == 1 else "run-resume",
+                self.current, slug, clock, open=counts.open, blocked=counts.blocked,
+                host=host.NAME, session=self.current.session, token=self.current.token,
+                attempt=self.progress.starts,
+                reason=action.reason, same_session=action.resume and bool(self.current.session),
+            )  # fmt: skip
+            self.say(
+                plan.start_line(
+                    host.NAME, slug, self.current.session, action, self.progress.restarts
+                )
+            )
+            ran = _run(self.ws, argv, self.env, self.current, slug, clock, self.say, started)
+            _adopted(self.ws, self.current, ran.events)
+            ending = _ending(self.ws, slug, self.current, ran.events)
+            output = ran.stdout + "\n" + ran.stderr
+            ended = plan.Ended(
+                code=ran.code,
+                ending=ending,
+                reset_at=host.limit_reset(output, clock.now()) if ending is None else None,
+                progressed=any(e.get("event") == "verified" for e in ran.events),
+            )
+            action = plan.decide(self.progress, ended, clock.now(), policy)
+            if action.kind == "finish":
+                return self.finish(action, decided_here=ending is None)
+
+    def finish(self, action: plan.Action, decided_here: bool, by: str | None = None) -> Result:
+        """Record an ending the driver decided (the hook records its own); report the run."""
+        ending = action.ending or "complete"
+        slug, progress = self.slug, self.progress
+        if decided_here:
+            fields: dict[str, Any] = {"starts": progress.starts, "restarts": progress.restarts}
+            if by is not None:
+                fields["by"] = by
+            if ending == "stopped":
+                found = controls.read_stop(self.ws, slug)
+                fields["by"] = found.by if found else None
+            _record(self.ws, ending, self.current, slug, self.clock, **fields)
+        row = _row(self.ws, self.current)
+        try:
+            closed = max(0, self.open_at_start - scan(loading.load(self.ws, slug)).counts.open)
+        except AgentcfgError:
+            closed = 0
+        self.say(plan.ending_text(ending, action.exit_code, slug, closed, row, progress))
+        return Result(
+            ending, action.exit_code, slug, self.host.NAME, self.current.session, progress,
+            closed, row,
+        )  # fmt: skip
+
+
+def _claim(ws: Workspace, host: Host, slug: str, force: bool, now: float) -> _Session:
+    """Claim the roadmap for the session about to start: by its id where the host takes one,
+    else a pending claim the first prompt's token binds."""
+    if host.NAMES_SESSION:
+        session = str(uuid.uuid4())
+        controls.claim(ws, session, slug, now=now, force=force)
+        return _Session(session)
+    pending = controls.claim_pending(ws, slug, now=now, force=force)
+    return _Session(None, pending.token)
+
+
+def _prompt(ws: Workspace, slug: str, current: _Session) -> str:
+    """The continuation of the run as it stands, with the pending claim's token if any."""
+    roadmap = loading.load(ws, slug)
+    found = scan(roadmap)
+    run = _run_state(ws, current)
+    text = continuation(
+        slug,
+        found.counts.open,
+        found.counts.blocked,
+        found.next,
+        run.iterations if run else 0,
+        _cap(ws, current),
+    )
+    if current.token and not current.session:
+        text += f"\n(This session's claim on the roadmap: {current.token}.)"
+    return text
+
+
+def _argv(
+    ws: Workspace,
+    ready: Prepared,
+    request: Request,
+    current: _Session,
+    action: plan.Action,
+    ran: _Ran | None,
+) -> list[str]:
+    host, slug = ready.host, ready.slug
+    prompt = _prompt(ws, slug, current)
+    if action.resume and current.session:
+        args = host.headless(prompt, current.session, True, request.extra)
+        if args is not None:
+            return [ready.binary, *args]
+    if action.resume:  # the host cannot carry the session on: a new one, told where things are
+        prompt = plan.relay_note(
+            slug,
+            action.reason,
+            _status(loading.load(ws, slug)),
+            _receipts(ws, slug),
+            ran.stdout if ran else "",
+            prompt,
+        )
+    session = current.session if host.NAMES_SESSION else None
+    args = host.headless(prompt, session, False, request.extra)
+    assert args is not None  # prepare() refused a host that cannot start headless
+    return [ready.binary, *args]
+
+
+def _status(roadmap: Roadmap) -> str:
+    counts = scan(roadmap).counts
+    return (
+        f"{plural(counts.open, 'open step')}, {counts.done} done"
+        + (f", {counts.blocked} blocked" if counts.blocked else "")
+        + (f", {counts.deferred} deferred" if counts.deferred else "")
+    )
+
+
+def _receipts(ws: Workspace, slug: str) -> list[str]:
+    """The latest `verified` events of the roadmap, as short lines."""
+    found: list[str] = []
+    for line in state.ledger_lines(ws.state):
+        if b'"verified"' not in line:
+            continue
+        event = _load(line)
+        if event.get("event") == "verified" and event.get("slug") == slug:
+            found.append(
+                f"{event.get('step')} passed at {event.get('at')}"
+                + (f" (`{event['command']}`)" if isinstance(event.get("command"), str) else "")
+            )
+    return found[-5:]
+
+
+def _run(
+    ws: Workspace,
+    argv: list[str],
+    env: Mapping[str, str],
+    current: _Session,
+    slug: str,
+    clock: Clock,
+    say: Callable[[str], None],
+    started: float,
+) -> _Ran:
+    """Run the host to its end in a process group of its own, printing each engagement the
+    ledger records meanwhile; Ctrl-C ends the whole group before it propagates."""
+    offset = _ledger_size(ws)
+    proc = subprocess.Popen(
+        argv,
+        cwd=ws.root,
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    streams = [_Tail(proc.stdout), _Tail(proc.stderr)]
+    events: list[dict[str, Any]] = []
+    cap = _cap(ws, current)
+    try:
+        while True:
+            done = proc.poll() is not None
+            offset = _follow(ws, offset, events, slug, current, say, clock.now() - started, cap)
+            if done:
+                break
+            time.sleep(POLL)
+    except KeyboardInterrupt:
+        _end_group(proc)
+        _follow(ws, offset, events, slug, current, say, clock.now() - started, cap)
+        raise
+    finally:
+        for tail in streams:
+            tail.join()
+    with contextlib.suppress(ProcessLookupError):  # nothing the host started outlives it
+        os.killpg(proc.pid, signal.SIGKILL)
+    code = proc.returncode
+    return _Ran(code if code >= 0 else None, streams[0].text(), streams[1].text(), events)
+
+
+class _Tail(threading.Thread):
+    """Reads one stream of the host to its end, keeping its last OUTPUT_KEPT bytes."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(daemon=True)
+        self.stream, self.kept = stream, b""
+        self.start()
+
+    def run(self) -> None:
+        while chunk := self.stream.read1(65536):
+            self.kept = (self.kept + chunk)[-OUTPUT_KEPT:]
+        self.stream.close()
+
+    def text(self) -> str:
+        return self.kept.decode("utf-8", "replace")
+
+
+def _end_group(proc: subprocess.Popen[bytes]) -> None:
+    """Stop the host and everything it started: SIGINT, then SIGTERM, then SIGKILL."""
+    for sig, grace in ((signal.SIGINT, GRACE), (signal.SIGTERM, GRACE), (signal.SIGKILL, None)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            continue
+        break
+    with contextlib.suppress(ProcessLookupError):  # a child of the host may hold the group
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _ledger_size(ws: Workspace) -> int:
+    try:
+        return (ws.state / state.LEDGER_NAME).stat().st_size
+    except OSError:
+        return 0
+
+
+def _follow(
+    ws: Workspace,
+    offset: int,
+    events: list[dict[str, Any]],
+    slug: str,
+    current: _Session,
+    say: Callable[[str], None],
+    elapsed: float,
+    cap: int,
+) -> int:
+    """Read the ledger's new complete lines of this roadmap into `events`; print engagements."""
+    try:
+        fd = os.open(ws.state / state.LEDGER_NAME, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return offset
+    with os.fdopen(fd, "rb") as handle:
+        handle.seek(offset)
+        data = handle.read(READ_LIMIT)
+    end = data.rfind(b"\n") + 1
+    for line in data[:end].splitlines():
+        event = _load(line)
+        if event.get("slug") != slug:
+            continue
+        events.append(event)
+        _adopted(ws, current, [event])
+        if event.get("event") == "engage" and event.get("run") == current.key:
+            say(plan.engagement_line(event, elapsed, cap))
+    return offset + end
+
+
+def _load(line: bytes) -> dict[str, Any]:
+    try:
+        value = state.loads(line)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _adopted(ws: Workspace, current: _Session, events: list[dict[str, Any]]) -> None:
+    """Learn the session a pending claim was bound to, from its `claimed` event."""
+    if current.session or not current.token:
+        return
+    for event in events:
+        if event.get("event") == "claimed" and event.get("token") == current.token:
+            key = event.get("run")
+            claim = claims.read_claim(ws, key) if isinstance(key, str) else None
+            if claim is not None:
+                current.session = claim.session_id
+
+
+def _run_state(ws: Workspace, current: _Session) -> Any:
+    claim = claims.read_claim(ws, current.key) if current.key else None
+    return claims.read_run(ws, claim) if claim is not None else None
+
+
+def _cap(ws: Workspace, current: _Session) -> int:
+    claim = claims.read_claim(ws, current.key) if current.key else None
+    if claim is not None and claim.max_iterations:
+        return claim.max_iterations
+    from agentcfg.config import load_config
+
+    try:
+        return load_config(ws, dict(os.environ)).max_iterations
+    except AgentcfgError:
+        return MAX_ITERATIONS
+
+
+HANDBACKS = ("handback-question", "handback-background", "stopped")
+
+
+def _ending(
+    ws: Workspace, slug: str, current: _Session, events: list[dict[str, Any]]
+) -> str | None:
+    """The run's ending as its state and the ledger tell it; None while work remains."""
+    if controls.read_stop(ws, slug) is not None:
+        return "stopped"
+    if current.key is None:
+        return None  # the claim was never bound: the session never reached a turn end
+    claim = claims.read_claim(ws, current.key)
+    if claim is None or claim.slug != slug:
+        return "released"
+    run = claims.read_run(ws, claim)
+    if run is not None and run.halted:
+        return run.halted
+    if run is not None and run.ended:
+        return run.ended
+    if run is not None and run.paused:
+        return "paused"
+    mine = [e.get("event") for e in events if e.get("run") == current.key]
+    last = next((name for name in reversed(mine) if name not in ("verified", "marked-done")), None)
+    return last if last in HANDBACKS else None
+
+
+def _wait(
+    ws: Workspace,
+    slug: str,
+    current: _Session,
+    action: plan.Action,
+    clock: Clock,
+    say: Callable[[str], None],
+) -> plan.Action | None:
+    """Wait until the action's start time; the `stopped` ending if a person stops the roadmap
+    meanwhile."""
+    now = clock.now()
+    fields: dict[str, Any] = {"resume_at": iso(action.at)}
+    if action.pause == "paused-usage-limit":
+        fields["reset_at"] = iso(action.reset_at) if action.reset_at is not None else None
+    _record(ws, action.pause or "paused-window", current, slug, clock, **fields)
+    say(plan.pause_line(action, now))
+    while (left := action.at - clock.now()) > 0:
+        if controls.read_stop(ws, slug) is not None:
+            return plan.finish("stopped")
+        clock.sleep(min(1.0, left))
+    return None
+
+
+def _record(
+    ws: Workspace, name: str, current: _Session, slug: str, clock: Clock, **fields: Any
+) -> None:
+    state.append_ledger(ws.state, state.event(name, clock.now(), current.key, slug, **fields))
+
+
+def _row(ws: Workspace, current: _Session) -> dict[str, Any] | None:
+    if current.key is None:
+        return None
+    built = reports.build(state.ledger_lines(ws.state), run=current.key, keep=1)
+    rows = built.to_json()["rows"]
+    return rows[-1] if rows else None

@@ -1,0 +1,413 @@
+"""`agentcfg run`: the driver's pure decisions (core.unattended), its texts, its refusals of bad
+input before anything starts, and its waits that a person's `agentcfg stop` ends."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from syrupy.assertion import SnapshotAssertion
+
+from agentcfg import controls, driver
+from agentcfg.core import unattended as plan
+from agentcfg.core.unattended import Action, Ended, Policy, Progress, Window
+from agentcfg.hosts import claude, codex, gemini
+from agentcfg.workspace import Workspace
+from tests.conftest import run_cli, write_roadmap
+
+NOW = 1_790_024_000.0  # 2026-09-21T20:53:20Z
+OPEN = Ended(code=0, ending=None)  # the host ended cleanly with work still open
+
+
+# --- the decision after a host process ended ---
+
+
+@pytest.mark.parametrize(
+    ("ending", "code"),
+    [
+        ("complete", 0),
+        ("blocked", 10),
+        ("halt-max-iterations", 11),
+        ("halt-token-budget", 11),
+        ("halt-wall-clock", 11),
+        ("halt-stall", 12),
+        ("handback-question", 13),
+        ("paused", 13),
+        ("released", 13),
+        ("stopped", 14),
+        ("halt-roadmap-absent", 15),
+        ("halt-contract-changed", 15),
+        ("some-future-halt", 15),
+    ],
+)
+def test_an_ending_finishes_with_its_familys_exit_code(ending: str, code: int) -> None:
+    action = plan.decide(Progress(starts=1), Ended(0, ending), NOW, Policy())
+    assert (action.kind, action.ending, action.exit_code) == ("finish", ending, code)
+
+
+def test_an_ending_wins_over_a_spent_restart_budget() -> None:
+    spent = Progress(starts=4, restarts=3)
+    assert plan.decide(spent, Ended(1, "complete"), NOW, Policy(max_restarts=3)).exit_code == 0
+
+
+def test_work_left_when_the_host_ended_cleanly_resumes_at_once() -> None:
+    action = plan.decide(Progress(starts=1), OPEN, NOW, Policy())
+    assert action == Action("start", at=NOW, resume=True, reason="cut-short")
+
+
+def test_a_crash_resumes_after_a_backoff_that_doubles_in_a_row() -> None:
+    policy = Policy(crash_backoff=10.0)
+    waits = [
+        plan.decide(Progress(starts=1, failures=n), Ended(1, None), NOW, policy).at - NOW
+        for n in range(4)
+    ]
+    assert waits == [10.0, 20.0, 40.0, 80.0]
+    signalled = plan.decide(Progress(starts=1), Ended(None, None), NOW, policy)
+    assert (signalled.reason, signalled.resume) == ("crash", True)
+
+
+def test_a_crash_after_progress_is_carried_on_at_once() -> None:
+    action = plan.decide(
+        Progress(starts=1, failures=3), Ended(1, None, progressed=True), NOW, Policy()
+    )
+    assert (action.reason, action.at) == ("cut-short", NOW)
+
+
+def test_the_restart_budget_spent_halts() -> None:
+    action = plan.decide(Progress(starts=3, restarts=2), OPEN, NOW, Policy(max_restarts=2))
+    assert (action.ending, action.exit_code) == ("halt-restarts", 16)
+
+
+def test_a_usage_limit_with_an_announced_reset_waits_for_it() -> None:
+    action = plan.decide(Progress(starts=1), Ended(1, None, reset_at=NOW + 3600), NOW, Policy())
+    assert action == Action(
+        "start",
+        at=NOW + 3600,
+        resume=True,
+        reason="usage-limit",
+        pause="paused-usage-limit",
+        reset_at=NOW + 3600,
+    )
+
+
+def test_a_usage_limit_with_no_reset_told_backs_off_up_to_five_hours() -> None:
+    waits = [
+        plan.decide(Progress(starts=1, limits=n), Ended(1, None, reset_at=NOW), NOW, Policy()).at
+        - NOW
+        for n in (0, 1, 2, 9, 40)
+    ]
+    assert waits == [60.0, 120.0, 240.0, 5 * 3600.0, 5 * 3600.0]
+    assert (
+        plan.decide(Progress(starts=1), Ended(1, None, reset_at=NOW), NOW, Policy()).reset_at
+        is None
+    )
+
+
+def test_no_wait_is_longer_than_max_wait() -> None:
+    far = Ended(1, None, reset_at=NOW + 86400)
+    assert plan.decide(Progress(starts=1), far, NOW, Policy(max_wait=2.0)).at == NOW + 2.0
+
+
+def test_a_start_after_until_is_a_told_halt() -> None:
+    policy = Policy(until=NOW + 600)
+    limited = Ended(1, None, reset_at=NOW + 3600)
+    action = plan.decide(Progress(starts=1), limited, NOW, policy)
+    assert (action.kind, action.ending, action.exit_code) == ("finish", "halt-until", 11)
+    assert plan.first(NOW + 600, policy).ending == "halt-until"
+    assert plan.first(NOW, policy) == Action("start", at=NOW)
+
+
+def test_outside_the_window_a_start_waits_for_it_to_open() -> None:
+    # NOW is 20:53 UTC; the window opens at 22:00 (offset 0) or at 22:00 in UTC+2 (20:00 UTC)
+    window = Window(22 * 60, 6 * 60)
+    action = plan.first(NOW, Policy(window=window))
+    assert (action.at - NOW, action.pause) == (67 * 60 - 20, "paused-window")
+    assert plan.first(NOW, Policy(window=window, utc_offset=7200)) == Action("start", at=NOW)
+    # a usage limit whose reset falls outside the window waits for both, named as the limit
+    limited = plan.decide(
+        Progress(starts=1), Ended(1, None, reset_at=NOW + 60), NOW, Policy(window=window)
+    )
+    assert limited.pause == "paused-usage-limit" and limited.at == NOW + 67 * 60 - 20
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("22:00-06:00", Window(1320, 360)),
+        ("09:30-17:00", Window(570, 1020)),
+        (" 00:00-23:59 ", Window(0, 1439)),
+        ("9:30-17:00", None),
+        ("22:00-22:00", None),
+        ("24:00-06:00", None),
+        ("22:00", None),
+        ("night", None),
+        ("", None),
+    ],
+)
+def test_a_window_parses_only_as_hh_mm_hh_mm(text: str, expected: Window | None) -> None:
+    assert plan.parse_window(text) == expected
+
+
+@given(st.integers(0, 1439), st.integers(0, 1439), st.floats(0, 7 * 86400))
+def test_a_window_wait_always_lands_inside_it(start: int, end: int, later: float) -> None:
+    if start == end:
+        return
+    window = Window(start, end)
+    at = NOW + later
+    wait = window.wait(at, 0.0)
+    assert 0 <= wait < 86400
+    assert window.wait(at + wait, 0.0) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("21:00", NOW + 400),  # 20:53:20 now: later today
+        ("20:00", NOW + 86400 - 3200),  # passed today: tomorrow
+        ("8h", NOW + 8 * 3600),
+        ("2026-09-22T06:00:00Z", 1_790_056_800.0),
+        ("tomorrow", None),
+        ("25:00", None),
+        ("90", None),
+    ],
+)
+def test_until_reads_a_clock_time_an_iso_time_or_a_duration(
+    text: str, expected: float | None
+) -> None:
+    assert plan.parse_until(text, NOW, 0.0) == expected
+
+
+# --- the budget holds whatever the hosts do ---
+
+ENDS = st.one_of(
+    st.builds(Ended, st.sampled_from([0, 1, 2, None]), st.none(), st.none(), st.booleans()),
+    st.builds(Ended, st.just(1), st.none(), st.floats(NOW - 100, NOW + 86400), st.just(False)),
+    st.builds(Ended, st.just(0), st.sampled_from(["complete", "halt-stall", "stopped"])),
+)
+
+
+@settings(max_examples=300)
+@given(st.lists(ENDS, min_size=1, max_size=60), st.integers(0, 12))
+def test_host_starts_never_exceed_the_restart_budget(ends: list[Ended], budget: int) -> None:
+    """The driver's loop over decisions, with the hosts ending as hypothesis likes."""
+    policy = Policy(max_restarts=budget)
+    progress, ended, now = Progress(), None, NOW
+    action = plan.first(now, policy)
+    outcomes = iter(ends)
+    while action.kind == "start":
+        now = max(now, action.at)
+        progress = plan.advance(progress, action, ended)
+        ended = next(outcomes, Ended(0, "complete"))
+        action = plan.decide(progress, ended, now, policy)
+    assert progress.starts <= 1 + budget
+    assert progress.restarts == progress.starts - 1
+    assert action.ending is not None
+
+
+# --- texts a person reads (snapshots) ---
+
+
+def test_the_live_lines_and_the_endings(snapshot: SnapshotAssertion) -> None:
+    engage = {"event": "engage", "iterations": 3, "step": "1.2", "tokens": {"total": 12345}}
+    unknown = {"event": "engage", "iterations": 4, "step": None, "tokens": None}
+    row = {"engagements": 7, "tokens": {"total": 48210}, "wall_seconds": 4210.5}
+    progress = Progress(starts=3, restarts=2)
+    limit = Action("start", at=NOW + 5400, resume=True, reason="usage-limit",
+                   pause="paused-usage-limit", reset_at=NOW + 5400)  # fmt: skip
+    texts = [
+        plan.start_line("claude", "demo", "0b6f", Action("start", at=NOW), 0),
+        plan.start_line("codex", "demo", None, Action("start", at=NOW), 0),
+        plan.start_line(
+            "claude", "demo", "0b6f", Action("start", NOW, resume=True, reason="cut-short"), 1
+        ),
+        plan.start_line(
+            "gemini", "demo", "0b6f", Action("start", NOW, resume=True, reason="crash"), 2
+        ),
+        plan.start_line("claude", "demo", "0b6f", limit, 3),
+        plan.engagement_line(engage, 95, 25),
+        plan.engagement_line(unknown, 4000, 25),
+        plan.pause_line(limit, NOW),
+        plan.pause_line(
+            Action(
+                "start", at=NOW + 60, resume=True, reason="usage-limit", pause="paused-usage-limit"
+            ),
+            NOW,
+        ),
+        plan.pause_line(Action("start", at=NOW + 3 * 3600, pause="paused-window"), NOW),
+        plan.ending_text("complete", 0, "demo", 5, row, progress),
+        plan.ending_text("halt-restarts", 16, "demo", 0, None, Progress(starts=11, restarts=10)),
+        plan.ending_text("interrupted", 130, "demo", 1, {"engagements": 1}, Progress(1)),
+    ]
+    assert "\n".join(texts) == snapshot
+
+
+def test_the_relay_note(snapshot: SnapshotAssertion) -> None:
+    reply = "\n".join(f"reply line {n}" for n in range(1, 31))
+    note = plan.relay_note(
+        "demo",
+        "cut-short",
+        "2 open steps, 3 done",
+        ["1.1 passed at 2026-09-21T20:00:00Z", "1.2 passed at 2026-09-21T20:10:00Z"],
+        reply,
+        "run-continuation: roadmap `demo` has 2 open steps — iteration 4/25.",
+    )
+    assert note == snapshot
+    assert "reply line 10" not in note and "reply line 11" in note  # its last 20 lines only
+
+
+# --- each host's headless command line ---
+
+
+def test_each_host_starts_and_resumes_its_own_way() -> None:
+    extra = ("--x", "1")
+    assert claude.headless("go", "s-1", False, extra) == [
+        "-p",
+        "go",
+        "--session-id",
+        "s-1",
+        "--x",
+        "1",
+    ]
+    assert claude.headless("go", "s-1", True, ()) == ["-p", "go", "--resume", "s-1"]
+    assert gemini.headless("go", "s-1", False, ()) == ["-p", "go", "--session-id", "s-1"]
+    assert gemini.headless("go", "s-1", True, ()) == ["-p", "go", "--resume", "s-1"]
+    assert codex.headless("go", None, False, extra) == ["exec", "--x", "1", "go"]
+    assert codex.headless("go", "t-1", True, extra) == ["exec", "resume", "--x", "1", "t-1", "go"]
+    assert codex.headless("go", None, True, ()) is None  # no thread id known: nothing to resume
+
+
+def test_claude_code_ending_on_a_limit_is_told_apart() -> None:
+    rejected = (
+        "API Error: Request rejected (429) · Number of requests has exceeded your rate limit."
+    )
+    assert claude.limit_reset(rejected, NOW) == NOW  # a limit, its reset not told
+    assert claude.limit_reset("Claude AI usage limit reached|1790003600", NOW) == 1_790_003_600.0
+    assert claude.limit_reset("Done with that step.", NOW) is None
+    assert claude.limit_reset("API Error: 500 Internal Server Error", NOW) is None
+
+
+# --- bad input: one line, non-zero, nothing started ---
+
+
+def _installed(root: Path, host: str = "claude") -> None:
+    assert run_cli("hooks", "install", "--host", host).exit_code == 0
+
+
+def _nothing_started(root: Path) -> None:
+    assert not (root / "state" / "claims").exists() or not list(
+        (root / "state" / "claims").glob("*.json")
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--host", "vim"], "agentcfg: error: unknown host 'vim' (one of: claude, codex, copilot, cursor, gemini, opencode, qwen)"),
+        (["--host", "cursor"], "agentcfg: error: Cursor cannot be run unattended yet (hosts that can: claude, codex, gemini)"),
+        (["--host", "claude", "--window", "late"], "agentcfg: error: --window 'late' is not HH:MM-HH:MM, e.g. 22:00-06:00"),
+        (["--host", "claude", "--until", "soon"], "agentcfg: error: --until 'soon' is not HH:MM, an ISO-8601 time or a duration like 8h"),
+    ],
+)  # fmt: skip
+def test_bad_input_is_one_line_before_anything_starts(
+    ws: Path, args: list[str], message: str
+) -> None:
+    result = run_cli("run", "demo", *args, env={"PATH": "/nonexistent"})
+    assert (result.exit_code, result.output) == (1, message + "\n")
+    _nothing_started(ws)
+
+
+def test_a_missing_host_binary_is_refused(ws: Path, tmp_path: Path) -> None:
+    _installed(ws)
+    result = run_cli("run", "demo", "--host", "claude", env={"PATH": str(tmp_path)})
+    assert result.exit_code == 1
+    assert (
+        result.output
+        == "agentcfg: error: cannot find Claude Code's program `claude` on PATH: install it first\n"
+    )
+    _nothing_started(ws)
+
+
+def _fake_binary(folder: Path, name: str) -> dict[str, str]:
+    folder.mkdir(exist_ok=True)
+    program = folder / name
+    program.write_text('#!/bin/sh\necho started >> "$0.log"\n')
+    program.chmod(0o755)
+    return {"PATH": str(folder)}
+
+
+def test_a_roadmap_that_is_not_autonomous_is_refused(ws: Path, tmp_path: Path) -> None:
+    write_roadmap(ws, "manual", "- [ ] one\n", mode="interactive")
+    _installed(ws)
+    env = _fake_binary(tmp_path / "bin", "claude")
+    result = run_cli("run", "manual", "--host", "claude", env=env)
+    assert result.exit_code == 1
+    assert result.output == (
+        "agentcfg: error: roadmap `manual` is not autonomous: set `execution: {mode: autonomous}` "
+        "in its frontmatter to run it unattended\n"
+    )
+    assert not (tmp_path / "bin" / "claude.log").exists()
+    _nothing_started(ws)
+
+
+def test_a_host_without_our_stop_hook_is_refused(ws: Path, tmp_path: Path) -> None:
+    env = _fake_binary(tmp_path / "bin", "claude")
+    result = run_cli("run", "demo", "--host", "claude", env=env)
+    assert result.exit_code == 1
+    assert result.output == (
+        "agentcfg: error: the stop hook is not installed for Claude Code: run "
+        "`agentcfg hooks install --host claude` first\n"
+    )
+    _nothing_started(ws)
+
+
+def test_an_unknown_roadmap_is_refused(ws: Path, tmp_path: Path) -> None:
+    _installed(ws)
+    result = run_cli(
+        "run", "nope", "--host", "claude", env=_fake_binary(tmp_path / "bin", "claude")
+    )
+    assert result.exit_code == 1 and result.output.count("\n") == 1
+    assert result.output.startswith("agentcfg: error: ")
+
+
+# --- a person's stop ends a driver that waits ---
+
+
+class StepClock(driver.Clock):
+    """A clock that moves only when the driver sleeps; `during` runs at each sleep."""
+
+    def __init__(self, start: float, during: list[object]) -> None:
+        self.moment, self.during, self.slept = start, during, 0
+
+    def now(self) -> float:
+        return self.moment
+
+    def sleep(self, seconds: float) -> None:
+        self.slept += 1
+        if self.slept == 3:
+            for act in self.during:
+                act()  # type: ignore[operator]
+        self.moment += seconds
+
+
+def test_a_person_stopping_the_roadmap_ends_a_wait_for_a_reset(ws: Path, tmp_path: Path) -> None:
+    _installed(ws)
+    workspace = Workspace(ws)
+    env = _fake_binary(tmp_path / "bin", "claude")
+    request = driver.Request("demo", "claude", Policy(window=Window(0, 1)), (), False)
+    ready = driver.prepare(workspace, request, env, tmp_path / "home")
+    clock = StepClock(NOW, [lambda: controls.stop(workspace, ["demo"], "a-person", NOW + 2)])
+    lines: list[str] = []
+    result = driver.drive(workspace, request, ready, env, clock, lines.append)
+    assert (result.ending, result.exit_code, result.progress.starts) == ("stopped", 14, 0)
+    assert not (tmp_path / "bin" / "claude.log").exists()  # the host never started
+    ledger = [
+        json.loads(line)
+        for line in (ws / "state" / "run-continuation.jsonl").read_text().splitlines()
+    ]
+    assert [e["event"] for e in ledger] == ["claimed", "paused-window", "stop-requested", "stopped"]
+    assert ledger[-1]["by"] == "a-person" and ledger[-1]["run"] == ledger[0]["run"]
+    assert lines[0].startswith("agentcfg run: outside the window; resuming at ")
+    assert lines[-1].startswith("agentcfg run: stopped — roadmap `demo` (exit 14)\n")
