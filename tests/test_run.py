@@ -73,7 +73,10 @@ def test_a_crash_after_progress_is_carried_on_at_once() -> None:
     action = plan.decide(
         Progress(starts=1, failures=3), Ended(1, None, progressed=True), NOW, Policy()
     )
-    assert (action.reason, action.at) == ("cut-short", NOW)
+    assert (action.reason, action.at) == ("crash", NOW)
+    assert (
+        plan.advance(Progress(1, failures=3), action, Ended(1, None, progressed=True)).failures == 0
+    )
 
 
 def test_the_restart_budget_spent_halts() -> None:
@@ -375,7 +378,7 @@ def test_an_unknown_roadmap_is_refused(ws: Path, tmp_path: Path) -> None:
 # --- a person's stop ends a driver that waits ---
 
 
-class StepClock(driver.Clock):
+class StepClock:
     """A clock that moves only when the driver sleeps; `during` runs at each sleep."""
 
     def __init__(self, start: float, during: list[object]) -> None:

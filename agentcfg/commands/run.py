@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from agentcfg import driver
-from agentcfg.commands import count, duration, emit_json, json_option, say, workspace
+from agentcfg.commands import clock, count, duration, emit_json, json_option, say, workspace
 from agentcfg.core import unattended
 from agentcfg.errors import AgentcfgError
 
@@ -46,7 +46,7 @@ def run(
 ) -> None:
     """Run a host headless on roadmaps/<SLUG>.md until the run ends; arguments after `--`
     go to the host. Exit 0 when complete; see the README for the other exit codes."""
-    moment = time.time()
+    moment = clock().now()
     offset = float(time.localtime(moment).tm_gmtoff)
     parsed_window = None
     if window is not None:
@@ -72,7 +72,7 @@ def run(
     ready = driver.prepare(ws, request, os.environ, Path.home())
     signal.signal(signal.SIGTERM, driver.on_sigterm)
     result = driver.drive(
-        ws, request, ready, os.environ, driver.Clock(), lambda line: say(line, err=as_json)
+        ws, request, ready, os.environ, clock(), lambda line: say(line, err=as_json)
     )
     if as_json:
         emit_json(result.to_json())

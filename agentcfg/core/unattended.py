@@ -170,11 +170,15 @@ def decide(progress: Progress, ended: Ended, now: float, policy: Policy) -> Acti
             pause="paused-usage-limit",
             reset_at=announced,
         )
-    elif ended.code == 0 or ended.progressed:
+    elif ended.code == 0:
         # the host ended cleanly with work open (its block cap, its context): go on at once
         action = Action("start", at=now, resume=True, reason="cut-short")
-    else:
-        wait = _backoff(policy.crash_backoff, progress.failures, policy.max_wait)
+    else:  # a crash: at once when it made progress first, else after a backoff
+        wait = (
+            0.0
+            if ended.progressed
+            else _backoff(policy.crash_backoff, progress.failures, policy.max_wait)
+        )
         action = Action("start", at=now + min(wait, policy.max_wait), resume=True, reason="crash")
     return schedule(action, policy)
 
@@ -197,7 +201,9 @@ def advance(progress: Progress, action: Action, ended: Ended | None) -> Progress
     return Progress(
         starts=progress.starts + 1,
         restarts=progress.restarts + (1 if progress.starts else 0),
-        failures=0 if ended is None or action.reason != "crash" else progress.failures + 1,
+        failures=0
+        if ended is None or ended.progressed or action.reason != "crash"
+        else progress.failures + 1,
         limits=0 if ended is None or action.reason != "usage-limit" else progress.limits + 1,
     )
 

@@ -39,11 +39,11 @@ class RunScript(Script):
     """The agent under `agentcfg run`: the driver claimed the roadmap already, so it only closes
     the step each continuation names, and ends its turn when it is shown none. `hesitate`: it
     answers the first so many continuations of each step with words only; `slow`: it runs a
-    long shell command instead (for Ctrl-C)."""
+    long shell command instead (for Ctrl-C); `crash`: closing that step kills the host."""
 
-    def __init__(self, hesitate: int = 0, slow: bool = False) -> None:
+    def __init__(self, hesitate: int = 0, slow: bool = False, crash: str | None = None) -> None:
         super().__init__(SLUG, AGENTCFG)
-        self.hesitate, self.slow = hesitate, slow
+        self.hesitate, self.slow, self.crash = hesitate, slow, crash
         self.seen: dict[str, int] = {}
 
     def reply(self, text: str, after_tool: bool) -> tuple[str, str]:
@@ -57,6 +57,8 @@ class RunScript(Script):
             self.seen[step] = self.seen.get(step, 0) + 1
             if self.seen[step] <= self.hesitate:
                 return "text", f"Looking at step {step} first."
+            if step == self.crash and self.seen[step] == 1:  # the host dies under the agent
+                return "tool", f"{value} && kill -KILL $PPID"
         return kind, value
 
 
@@ -294,3 +296,46 @@ def test_ctrl_c_leaves_no_host_process_and_a_whole_ledger(tmp_path: Path) -> Non
     assert report["rows"][-1]["outcome"] == "interrupted"
     sessions = json.loads(agentcfg(root, env, "sessions", "list", "--json"))
     assert [s["slug"] for s in sessions] == [SLUG]  # the claim is kept: nothing was lost
+
+
+class LimitAt(Limit):
+    """The provider's usage limit met by one model request in the middle of the run: the
+    `at`-th request (counting from 1) is refused, the others answered."""
+
+    def __init__(self, at: int, reset_in: float = 120.0) -> None:
+        super().__init__(reset_in=reset_in)
+        self.at, self.seen = at, 0
+
+    def refuses(self) -> bool:
+        with self.lock:
+            self.seen += 1
+            if self.seen == self.at:
+                self.refused.append(time.time())
+                return True
+            self.passed += 1
+            return False
+
+
+def test_codex_at_its_usage_limit_is_resumed_in_the_same_session(tmp_path: Path) -> None:
+    # the third request is the first continuation the stop hook sent: the session is bound
+    limit = LimitAt(3)
+    run = drive("codex", tmp_path, "--max-wait", "2s", limit=limit)
+    assert len(limit.refused) == 1, run.failure()
+    assert_complete(run)
+    events = run.events()
+    assert events.count("paused-usage-limit") == 1, events
+    resumed = next(e for e in run.ledger() if e["event"] == "run-resume")
+    assert (resumed["reason"], resumed["same_session"]) == ("usage-limit", True)
+    assert resumed["session"] == run.ending()["session"]
+    rollouts = list((tmp_path / "codex-home" / "sessions").glob("*/*/*/rollout-*.jsonl"))
+    assert len(rollouts) == 1, rollouts  # `codex exec resume` carried the one session on
+
+
+def test_gemini_killed_mid_run_is_resumed_in_the_same_session(tmp_path: Path) -> None:
+    run = drive("gemini", tmp_path, "--max-wait", "1s", script=RunScript(crash="1.1"))
+    assert_complete(run)
+    resumed = [e for e in run.ledger() if e["event"] == "run-resume"]
+    assert [(e["reason"], e["same_session"]) for e in resumed] == [("crash", True)], run.events()
+    assert "restart 1 of gemini on `e2e` (the host failed)" in run.proc.stderr
+    chats = list((run.home / ".gemini" / "tmp").glob("*/chats/session-*.json*"))
+    assert len(chats) == 1, chats  # `gemini --resume` carried the one session on
