@@ -106,7 +106,7 @@ class StopEvent(Record):
     host: str
     interrupted: bool = False  # the person stopped the agent (Cursor's aborted or error status)
     prompt: str | None = None  # the person's latest prompt, when the payload carries it
-    fire_id: str = ""  # the host's own identity of this fire, for hosts whose transcript lags
+    fire_id: str = ""  # the host's identity of this fire or reply, where no transcript tells
 
 
 class Answer(Record):

@@ -62,6 +62,7 @@ def to_event(payload: Mapping[str, object]) -> StopEvent:
         background_tasks=0,
         host=NAME,
         interrupted=isinstance(status, str) and status not in ("completed", ""),
+        fire_id=text(payload, "generation_id"),  # one a reply, where a transcript may be missing
     )
 
 

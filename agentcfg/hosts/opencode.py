@@ -2,11 +2,11 @@
 (its source is `opencode_plugin.js` beside this module).
 
 On `session.idle` of a top-level session the plugin sends `agentcfg hook stop --host opencode`
-a payload it builds from the session's messages (the person's latest prompt id, the last reply,
-whether the last message was one of ours) and continues the session with a block's reason. It
-gives the agent's shell the session id as OPENCODE_SESSION_ID. Headless, only `opencode serve`
-with `opencode run --attach` keeps a session alive for a continuation; plain `opencode run`
-exits at the first idle.
+a payload it builds from the session's messages (the person's latest prompt id, the last reply
+and its message id, whether the last message was one of ours) and continues the session with a
+block's reason. It gives the agent's shell the session id as OPENCODE_SESSION_ID. Headless,
+only `opencode serve` with `opencode run --attach` keeps a session alive for a continuation;
+plain `opencode run` exits at the first idle.
 """
 
 from __future__ import annotations
@@ -41,10 +41,16 @@ cwd_of = defaults.cwd_of
 
 
 def to_event(payload: Mapping[str, object]) -> StopEvent:
-    from agentcfg.hosts.base import claude_style_event
+    from agentcfg.hosts.base import claude_style_event, text
 
-    # the messages live in OpenCode's database, and the plugin never asks for a subagent's session
-    return claude_style_event(payload, NAME, interrupted=payload.get("interrupted") is True)
+    # The messages live in OpenCode's database, so no transcript tells two replies of the same
+    # words apart: the plugin sends the reply's message id. It never asks for a subagent's session.
+    return claude_style_event(
+        payload,
+        NAME,
+        interrupted=payload.get("interrupted") is True,
+        fire_id=text(payload, "reply_id"),
+    )
 
 
 block = defaults.block_on_stdout

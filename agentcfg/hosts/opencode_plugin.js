@@ -69,6 +69,7 @@ function stopPayload(id, cwd, messages) {
     session_id: id,
     cwd,
     prompt_id: prompt ? prompt.info.id : "",
+    reply_id: last ? last.info.id : "", // two replies of the same words are still two replies
     last_assistant_message: last ? textOf(last) : null,
     stop_hook_active: Boolean(lastUser && isOurs(lastUser)),
     interrupted: Boolean(last && last.info.error && last.info.error.name === "MessageAbortedError"),

@@ -2,7 +2,8 @@
 (streamed), as OpenCode, Qwen Code and Copilot CLI call it.
 
 The script plays an agent that claims a roadmap through its shell tool and then closes each
-step a continuation names; in the `idle` script it answers every continuation with words only.
+step a continuation names (with `no_verify`, without running its verify line); in the `idle`
+script it answers every continuation with words only.
 Every answer reports fixed token usage, so a run's totals are known in advance.
 """
 
@@ -24,8 +25,11 @@ DONE, IDLE = "That step is done.", "Still thinking about it."
 
 
 class Script:
-    def __init__(self, slug: str, agentcfg: str, idle: bool = False) -> None:
+    def __init__(
+        self, slug: str, agentcfg: str, idle: bool = False, no_verify: bool = False
+    ) -> None:
         self.slug, self.agentcfg, self.idle = slug, agentcfg, idle
+        self.no_verify = no_verify  # close each step without running its verify line
         self.requests: list[dict[str, Any]] = []
         self.answers = 0  # answers to the agent's own turn, each reporting USAGE
         self.lock = threading.Lock()
@@ -47,7 +51,8 @@ class Script:
         if "run-continuation:" in text:
             step = NEXT.search(text)
             if step and not self.idle:
-                return shell, f"{self.agentcfg} roadmap done {self.slug} {step.group(1)}"
+                skip = " --no-verify" if self.no_verify else ""
+                return shell, f"{self.agentcfg} roadmap done {self.slug} {step.group(1)}{skip}"
             return "text", IDLE
         if any("sessions claim" in json.dumps(m.get("tool_calls")) for m in body["messages"]):
             return "text", IDLE  # a later prompt of the same session: the hook says what to do

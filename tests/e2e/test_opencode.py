@@ -118,3 +118,21 @@ def test_a_run_that_never_progresses_halts_on_stall(tmp_path: Path) -> None:
     assert ticked(root) == 0
     last = messages[-1]
     assert last["info"]["role"] == "assistant"  # the session rests after the halt
+
+
+def test_the_same_words_in_two_replies_are_two_replies(tmp_path: Path) -> None:
+    """Steps closed with --no-verify, each followed by "That step is done.": the gate refuses
+    the first once, and the second reply of the same words, a new message, is continued as
+    its own reply, not taken for the one refused (OpenCode has no transcript to tell them
+    apart: the plugin sends the reply's message id)."""
+    root, env = workspace(tmp_path, "opencode", steps=3)
+    script = Script("e2e", AGENTCFG, no_verify=True)
+    opencode(root, env, script)
+    seen = events(root)
+    # the refusal's own fire defers to it; every later reply is continued, to the end
+    assert seen == [
+        "claimed", "engage", "refused", "deferred-quality-gate", "engage", "engage", "complete"
+    ], seen  # fmt: skip
+    assert ticked(root) == 3
+    replies = [e["reply"] for e in ledger(root) if e["event"] == "engage"]
+    assert len(set(replies)) == len(replies) == 3

@@ -140,6 +140,7 @@ def test_the_payload_the_plugin_builds(ws: Path, tmp_path: Path) -> None:
         "session_id": SESSION,
         "cwd": str(ws),
         "prompt_id": FIRST_PROMPT,
+        "reply_id": "msg_x",
         "last_assistant_message": "Half",
         "stop_hook_active": True,  # the captured session's last user message is a continuation
         "interrupted": True,
