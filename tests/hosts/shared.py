@@ -12,6 +12,7 @@ from agentcfg.hosts.registry import adapter
 from tests.conftest import run_cli
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+NO_WAIT = 0.0  # a transcript that does not grow while it is read: no fire waits for a reply
 
 
 def captured(folder: Path, name: str, transcript: Path) -> list[dict[str, Any]]:
@@ -34,6 +35,11 @@ def write(path: Path, text: str) -> Path:
 def write_lines(path: Path, records: list[dict[str, object]], tail: bytes = b"") -> None:
     """A JSONL transcript of `records`, then `tail` (a line still being written)."""
     path.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in records) + tail)
+
+
+def assistant(ident: str, **usage: int) -> dict[str, object]:
+    """A Claude Code transcript line of an assistant message that reports `usage`."""
+    return {"type": "assistant", "message": {"id": ident, "content": [], "usage": usage}}
 
 
 def enable_claude(path: Path, on: bool = True, key: str = "agentcfg@agentcfg") -> Path:
