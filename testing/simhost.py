@@ -129,16 +129,7 @@ class SimulatedHost:
 
         `feedback=False` leaves the transcript as it was, as when a host fires twice for one reply.
         """
-        proc = subprocess.run(
-            [sys.executable, "-m", "agentcfg", "hook", "stop"],
-            input=json.dumps(self.payload(**changes)),
-            capture_output=True,
-            text=True,
-            env=self.env,
-            cwd=self.root,
-            timeout=60,
-            check=False,
-        )
+        proc = self._run(["hook", "stop"], self.env, stdin=json.dumps(self.payload(**changes)))
         self.fires_in_turn += 1
         result = FireResult(proc.returncode, proc.stdout, proc.stderr)
         if result.blocked and feedback:
@@ -156,28 +147,28 @@ class SimulatedHost:
     def agentcfg(self, *args: str) -> subprocess.CompletedProcess[str]:
         """Run `agentcfg ARGS` from inside the agent's Bash tool (session id in the environment)."""
         self.tool("agentcfg " + " ".join(args))
-        return subprocess.run(
-            [sys.executable, "-m", "agentcfg", *args],
-            capture_output=True,
-            text=True,
-            env={**self.env, "CLAUDE_CODE_SESSION_ID": self.session_id},
-            cwd=self.root,
-            timeout=600,
-            check=False,
-        )
+        env = {**self.env, "CLAUDE_CODE_SESSION_ID": self.session_id}
+        return self._run(list(args), env, timeout=600)
 
     def claim(self, slug: str, *args: str) -> subprocess.CompletedProcess[str]:
         return self.agentcfg("sessions", "claim", slug, *args)
 
     def trust(self, slug: str) -> subprocess.CompletedProcess[str]:
         """`agentcfg roadmap trust SLUG` as the person runs it, outside the session."""
+        return self._run(["roadmap", "trust", slug], self.env)
+
+    def _run(
+        self, args: list[str], env: dict[str, str], stdin: str = "", timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
+        """`agentcfg ARGS` as a process of its own in the workspace."""
         return subprocess.run(
-            [sys.executable, "-m", "agentcfg", "roadmap", "trust", slug],
+            [sys.executable, "-m", "agentcfg", *args],
+            input=stdin,
             capture_output=True,
             text=True,
-            env=self.env,
+            env=env,
             cwd=self.root,
-            timeout=60,
+            timeout=timeout,
             check=False,
         )
 
