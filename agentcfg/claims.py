@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -199,7 +200,7 @@ def claim(
         max_iterations=max_iterations,
         wall_clock=wall_clock,
         max_tokens=max_tokens,
-        **({"token": token} if token else {}),
+        **({"pending": pending_name(token)[:-5]} if token else {}),
     )
     state.append_ledger(ws.state, claimed)
     return ClaimResult(new, replaced, tuple(peers), cut)
@@ -262,9 +263,14 @@ def _drop(ws: Workspace, claim: Claim) -> None:
 
 
 class Pending(Record):
-    """A claim made where no session id is visible: the turn end that shows its token adopts it."""
+    """A claim made where no session id is visible: the turn end that shows its token adopts it.
 
-    token: str
+    The token lives only in the claim command's output (and so in the claiming session's
+    transcript); state/ keeps its digest as the file name, so nothing there can be copied
+    into another session's transcript to take the claim.
+    """
+
+    token: str  # "" when read back from state/
     slug: str
     claimed_at: float
     force: bool = False
@@ -274,7 +280,6 @@ class Pending(Record):
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "token": self.token,
             "slug": self.slug,
             "claimed_at": iso(self.claimed_at),
             "force": self.force,
@@ -284,8 +289,17 @@ class Pending(Record):
         }
 
 
+PENDING_LIMIT = 1000  # pending files read by `stop --all`; tokens a turn end looks up
+_TOKEN = re.compile(re.escape(TOKEN_PREFIX.encode()) + rb"[0-9a-f]{16}")
+
+
 def pending_dir(ws: Workspace) -> Path:
     return ws.state / "pending"
+
+
+def pending_name(token: str) -> str:
+    """The file a pending claim waits in: a digest of its token, never the token."""
+    return session_key(token) + ".json"
 
 
 def claim_pending(
@@ -312,59 +326,104 @@ def claim_pending(
         wall_clock,
         max_tokens,
     )
-    state.write_json(pending_dir(ws) / f"{made.token}.json", made.to_json())
+    clean_pending(ws, now)
+    state.write_json(pending_dir(ws) / pending_name(made.token), made.to_json())
     return made
 
 
+def clean_pending(ws: Workspace, now: float) -> int:
+    """Remove what lapsed in state/pending/: files older than the pending window, by their
+    time on disk alone (nothing is read). How many were removed."""
+    removed = 0
+    try:
+        entries = os.scandir(pending_dir(ws))
+    except OSError:
+        return 0
+    with entries:
+        for entry in entries:
+            try:
+                lapsed = now - entry.stat(follow_symlinks=False).st_mtime >= PENDING_WINDOW
+                if lapsed and not entry.is_dir(follow_symlinks=False):
+                    os.unlink(entry.path)
+                    removed += 1
+            except OSError:
+                continue
+    return removed
+
+
 def _pending_from_json(data: dict[str, Any]) -> Pending | None:
-    token, slug, at = data.get("token"), data.get("slug"), parse_iso(data.get("claimed_at"))
+    slug, at = data.get("slug"), parse_iso(data.get("claimed_at"))
     max_iterations, wall_clock = data.get("max_iterations"), data.get("wall_clock")
-    if not (isinstance(token, str) and token.startswith(TOKEN_PREFIX) and isinstance(slug, str)):
+    if not isinstance(slug, str) or at is None:
         return None
-    if at is None or (max_iterations is not None and type(max_iterations) is not int):
+    if max_iterations is not None and type(max_iterations) is not int:
         return None
     if wall_clock is not None and not isinstance(wall_clock, (int, float)):
         return None
     max_tokens = data.get("max_tokens")
     if max_tokens is not None and type(max_tokens) is not int:
         return None
-    return Pending(
-        token, slug, at, data.get("force") is True, max_iterations, wall_clock, max_tokens
-    )
+    return Pending("", slug, at, data.get("force") is True, max_iterations, wall_clock, max_tokens)
+
+
+def _read_pending(path: Path, now: float) -> Pending | None:
+    """A live pending claim; an expired one is removed, an odd one left for the cleaner."""
+    data = state.read_json(path)
+    found = _pending_from_json(data) if data is not None else None
+    if found is not None and not 0 <= now - found.claimed_at < PENDING_WINDOW:
+        state.remove(path)
+        return None
+    return found
+
+
+def all_pending(ws: Workspace, now: float) -> list[Pending]:
+    """The live pending claims (at most PENDING_LIMIT of them), their tokens unknown."""
+    try:
+        names = sorted(n for n in os.listdir(pending_dir(ws)) if n.endswith(".json"))
+    except OSError:
+        return []
+    found = (_read_pending(pending_dir(ws) / n, now) for n in names[:PENDING_LIMIT])
+    return [p for p in found if p is not None]
+
+
+def shown_tokens(text: bytes) -> list[str]:
+    """The claim tokens a transcript shows, latest first, at most PENDING_LIMIT of them."""
+    seen: dict[str, None] = {}
+    for match in reversed(_TOKEN.findall(text)):
+        seen.setdefault(match.decode(), None)
+        if len(seen) >= PENDING_LIMIT:
+            break
+    return list(seen)
 
 
 def adopt(
     ws: Workspace,
     session_id: str,
-    shown: Callable[[str], bool],
+    shown: bytes,
     now: float,
     bind: Callable[..., ClaimResult] | None = None,
 ) -> Claim | None:
-    """Bind the latest pending claim whose token `shown` finds to this session; None if none.
+    """Bind the latest pending claim whose token the transcript text `shown` holds to this
+    session; None if none.
 
     Only the session that ran the claim command has its token in its own transcript, so no
-    other session can take the claim; each token is adopted once. Expired ones are dropped.
-    `bind` makes the claim (`claims.claim` by default; the hook passes the one that respects a
-    person's stop).
+    other session can take the claim; each token is adopted once, and a token is looked up
+    by its digest, so the cost is the transcript's, whatever state/pending/ holds. Expired
+    ones are dropped. `bind` makes the claim (`claims.claim` by default; the hook passes the
+    one that respects a person's stop); its ClaimError reaches the caller.
     """
     folder = pending_dir(ws)
-    try:
-        names = sorted(n for n in os.listdir(folder) if n.endswith(".json"))
-    except OSError:
+    tokens = shown_tokens(shown)
+    if not tokens:
         return None
     mine: list[Pending] = []
     with state.locked(folder / ".lock"):
-        for name in names:
-            path = folder / name
-            data = state.read_json(path)
-            found = _pending_from_json(data) if data is not None else None
-            if found is None or f"{found.token}.json" != name:
-                continue
-            if not 0 <= now - found.claimed_at < PENDING_WINDOW:
+        for token in tokens:
+            path = folder / pending_name(token)
+            found = _read_pending(path, now)
+            if found is not None:
                 state.remove(path)
-            elif shown(found.token):
-                state.remove(path)
-                mine.append(found)
+                mine.append(found._replace(token=token))
     if not mine:
         return None
     latest = max(mine, key=lambda p: p.claimed_at)

@@ -5,12 +5,14 @@ the model, holds until `resume`, and refuses new claims on the roadmap meanwhile
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from agentcfg import claims, state
 from agentcfg.core.records import Record
 from agentcfg.core.times import iso, parse_iso
+from agentcfg.core.visible import visible
 from agentcfg.errors import ClaimError, RoadmapError
 from agentcfg.workspace import Workspace
 
@@ -26,6 +28,7 @@ class Stop(Record):
     stopped_at: float
     by: str
     told: tuple[str, ...] = ()  # keys of the sessions whose hook has told their agent
+    held: tuple[str, ...] = ()  # keys of the sessions on the roadmap when it was stopped
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -33,6 +36,7 @@ class Stop(Record):
             "stopped_at": iso(self.stopped_at),
             "by": self.by,
             "told": list(self.told),
+            "held": list(self.held),
         }
 
 
@@ -48,11 +52,14 @@ class ResumeResult(Record):
 
 
 def who(env: Mapping[str, str], host_env: Sequence[str]) -> str:
-    """The session id of whoever runs a control, or "terminal" for a person at a shell."""
-    try:
-        return claims.resolve_session(None, env, host_env)
-    except ClaimError:
-        return TERMINAL
+    """The session id of whoever runs a control, or "terminal" for a person at a shell; shown
+    with its control characters made visible, never obeyed."""
+    found = claims.find_session(None, env, host_env)
+    return TERMINAL if found is None else _shown(found)
+
+
+def _shown(text: str) -> str:
+    return visible(text[: claims.SESSION_LIMIT])
 
 
 def canonical(ws: Workspace, slug: str) -> str:
@@ -74,14 +81,26 @@ def read_stop(ws: Workspace, slug: str) -> Stop | None:
 
 
 def _read(ws: Workspace, name: str) -> Stop | None:
-    data = state.read_json(stop_path(ws, name))
-    if data is None:
+    """The marker's stop. Whatever stands at its path stops (empty, odd, oversized, not a
+    file): a person asked for it, and `resume` removes it whatever it holds."""
+    path = stop_path(ws, name)
+    try:
+        os.lstat(path)
+    except OSError:
         return None
-    at, by, told = parse_iso(data.get("stopped_at")), data.get("by"), data.get("told")
-    if not isinstance(told, list) or not all(isinstance(k, str) for k in told):
-        told = []
-    # an odd marker still stops: a person asked for it, and `resume` removes it whatever it holds
-    return Stop(name, at or 0.0, by if isinstance(by, str) else "?", tuple(told))
+    data = state.read_json(path) or {}
+    at, by = parse_iso(data.get("stopped_at")), data.get("by")
+    return Stop(
+        name, at or 0.0, _shown(by) if isinstance(by, str) else "?",
+        _keys(data.get("told")), _keys(data.get("held")),
+    )  # fmt: skip
+
+
+def _keys(value: object) -> tuple[str, ...]:
+    """Session keys from a marker; anything but a short string left out."""
+    if not isinstance(value, list):
+        return ()
+    return tuple(k for k in value[:1000] if isinstance(k, str) and len(k) <= 64)
 
 
 def _lock(ws: Workspace, name: str) -> Path:
@@ -89,20 +108,21 @@ def _lock(ws: Workspace, name: str) -> Path:
 
 
 def stop(ws: Workspace, slugs: list[str] | None, by: str, now: float) -> list[StopResult]:
-    """Stop the runs on these roadmaps (None: every roadmap a live claim holds)."""
+    """Stop the runs on these roadmaps (None: every roadmap a live or pending claim holds)."""
     live = [c for c in claims.all_claims(ws) if not claims.is_stale(ws, c)]
     names = (
-        sorted({canonical(ws, c.slug) for c in live})
+        sorted({canonical(ws, c.slug) for c in live} | _pending_names(ws, now))
         if slugs is None
         else list(dict.fromkeys(canonical(ws, s) for s in slugs))  # RoadmapError: nothing done
     )
     results = []
     for name in names:
+        on_it = tuple(c.key for c in live if canonical(ws, c.slug) == name)
         with state.locked(_lock(ws, name)):
             found = _read(ws, name)
             already = found is not None
             if found is None:
-                found = Stop(name, now, by)
+                found = Stop(name, now, by, held=on_it)
                 state.write_json(stop_path(ws, name), found.to_json())
                 state.append_ledger(ws.state, state.event("stop-requested", now, None, name, by=by))
         sessions = tuple(c.session_id for c in live if canonical(ws, c.slug) == name)
@@ -110,9 +130,31 @@ def stop(ws: Workspace, slugs: list[str] | None, by: str, now: float) -> list[St
     return results
 
 
-def resume(ws: Workspace, slug: str, by: str, now: float) -> ResumeResult:
-    """Lift the stop on a roadmap; the runs carry on at their next fire."""
+def _pending_names(ws: Workspace, now: float) -> set[str]:
+    """The roadmaps pending claims wait to bind: a stop holds them too."""
+    names = set()
+    for pending in claims.all_pending(ws, now):
+        with contextlib.suppress(RoadmapError):
+            names.add(canonical(ws, pending.slug))
+    return names
+
+
+def resume(
+    ws: Workspace, slug: str, by: str, now: float, session: str | None = None
+) -> ResumeResult:
+    """Lift the stop on a roadmap; the runs carry on at their next fire.
+
+    Refused from inside a stopped session (`session`, from the shell's session variable):
+    the stop is the person's, and only the person lifts it.
+    """
     name = canonical(ws, slug)
+    if session is not None:
+        held = stopped_on(ws, session)
+        if held is not None:
+            raise ClaimError(
+                f"`agentcfg resume` is for a person: this shell is session {_shown(session)}, "
+                f"which a person stopped on roadmap `{held.slug}`. Hand back to the person now."
+            )
     with state.locked(_lock(ws, name)):
         found = _read(ws, name)
         if found is not None:
@@ -127,14 +169,24 @@ def tell(ws: Workspace, found: Stop, key: str) -> bool:
         current = _read(ws, found.slug)
         if current is None or key in current.told:
             return False
-        told = Stop(current.slug, current.stopped_at, current.by, (*current.told, key))
+        told = Stop(
+            current.slug, current.stopped_at, current.by, (*current.told, key), current.held
+        )
         state.write_json(stop_path(ws, found.slug), told.to_json())
     return True
 
 
 def claim(ws: Workspace, session_id: str, slug: str, **options: Any) -> claims.ClaimResult:
-    """`claims.claim`, refused (even with force) while a person has stopped the roadmap."""
+    """`claims.claim`, refused (even with force) while a person has stopped the roadmap, or
+    has stopped this session on any roadmap: a copy of a roadmap does not escape a stop."""
     claims.check_session(session_id)  # before the stop lock writes anything
+    held = stopped_on(ws, session_id)
+    if held is not None:
+        raise ClaimError(
+            f"a person stopped this session on roadmap `{held.slug}` ({held.by} at "
+            f"{iso(held.stopped_at)}); it cannot claim a roadmap until a person runs "
+            f"`agentcfg resume {held.slug}`. Hand back to the person now."
+        )
     with _unstopped(ws, slug):
         return claims.claim(ws, session_id, slug, **options)
 
@@ -143,6 +195,26 @@ def claim_pending(ws: Workspace, slug: str, **options: Any) -> claims.Pending:
     """`claims.claim_pending`, refused the same way."""
     with _unstopped(ws, slug):
         return claims.claim_pending(ws, slug, **options)
+
+
+def stopped_on(ws: Workspace, session_id: str) -> Stop | None:
+    """The stop that holds this session: on the roadmap its claim names, or one that found it
+    on its roadmap when the person stopped it (a release since does not lift it)."""
+    key = claims.session_key(session_id)
+    held = claims.read_claim(ws, key)
+    if held is not None:
+        found = read_stop(ws, held.slug)
+        if found is not None:
+            return found
+    try:
+        names = sorted(os.listdir(ws.state / "stops"))[:1000]
+    except OSError:
+        return None
+    for name in names:
+        found = _read(ws, name[:-5]) if name.endswith(".json") else None
+        if found is not None and (key in found.held or key in found.told):
+            return found
+    return None
 
 
 @contextlib.contextmanager

@@ -59,7 +59,10 @@ def ensure_dir(path: Path) -> Path:
             break
         folder = folder.parent
     for folder in reversed(missing):
-        folder.mkdir(mode=0o700, exist_ok=True)
+        try:
+            folder.mkdir(mode=0o700, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise StateError(f"{folder} is not a folder; move it out of the way") from None
         os.chmod(folder, 0o700)
         if folder.name == STATE:
             _write_new(folder / ".gitignore", b"*\n")

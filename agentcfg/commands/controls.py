@@ -6,8 +6,8 @@ import os
 
 import click
 
-from agentcfg import controls
-from agentcfg.commands import emit_json, json_option, now, workspace
+from agentcfg import claims, controls
+from agentcfg.commands import emit_json, json_option, now, say, workspace
 from agentcfg.core.times import iso
 from agentcfg.hosts.registry import session_env
 
@@ -29,19 +29,19 @@ def stop(slug: str | None, every: bool, as_json: bool) -> None:
         )
         return
     if not results:
-        click.echo("no live runs to stop")
+        say("no live runs to stop")
     for result in results:
         found = result.stop
         if result.already:
-            click.echo(
+            say(
                 f"roadmap `{found.slug}` was already stopped by {found.by} at {iso(found.stopped_at)}"
             )
             continue
-        click.echo(f"stopped roadmap `{found.slug}` (by {found.by})")
+        say(f"stopped roadmap `{found.slug}` (by {found.by})")
         if result.sessions:
             names = ", ".join(result.sessions)
-            click.echo(f"  the next turn end of session {names} is allowed and its agent told")
-        click.echo(f"  no session can claim it until `agentcfg resume {found.slug}`")
+            say(f"  the next turn end of session {names} is allowed and its agent told")
+        say(f"  no session can claim it until `agentcfg resume {found.slug}`")
 
 
 @click.command("resume")
@@ -50,14 +50,15 @@ def stop(slug: str | None, every: bool, as_json: bool) -> None:
 def resume(slug: str, as_json: bool) -> None:
     """Lift the stop on roadmaps/<SLUG>.md: its runs carry on at their next fire."""
     by = controls.who(os.environ, session_env())
-    result = controls.resume(workspace(), slug, by, now())
+    inside = claims.find_session(None, os.environ, session_env())
+    result = controls.resume(workspace(), slug, by, now(), inside)
     if as_json:
         was = result.was.to_json() if result.was else None
         emit_json({"slug": result.slug, "resumed": was is not None, "by": by, "was": was})
     elif result.was is None:
-        click.echo(f"roadmap `{result.slug}` is not stopped")
+        say(f"roadmap `{result.slug}` is not stopped")
     else:
-        click.echo(
+        say(
             f"resumed roadmap `{result.slug}` (by {by}; stopped by {result.was.by} at "
             f"{iso(result.was.stopped_at)})"
         )

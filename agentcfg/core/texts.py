@@ -101,6 +101,14 @@ def stopped(slug: str, by: str) -> str:
     )
 
 
+def claim_lost(reason: str) -> str:
+    """What an agent gets at the turn end after its pending claim could not bind."""
+    return (
+        f"run-continuation: the claim this session made did not bind: {reason.rstrip('.')}. "
+        "No run goes on for this session; do not work on the roadmap as if it did."
+    )
+
+
 # What the person reads, through the host's own channel, when a run hands back, pauses or
 # halts: what stopped and how to go on. An event with no line here is not told.
 NOTES = {

@@ -76,6 +76,8 @@ def read_session(path: str, prompt: str) -> tuple[str, str]:
 
     message_id, reply = "", ""
     for line in reversed(read_tail(path).split(b"\n")):
+        if b'"gemini"' not in line and b'"user"' not in line:
+            continue  # no message of either kind: not worth parsing
         try:
             record = json.loads(line)
         except ValueError:

@@ -43,16 +43,18 @@ class HookContext:
         self.settle = settle  # seconds to wait at most for a reply the host has yet to write
         self.key = session_key(event.session_id)
         self.problem: str | None = None  # why a claimed roadmap could not be read
+        self.lost: str | None = None  # why a pending claim this session showed did not bind
         # what the fire has read so far, for the ledger: logging must not start a parse
         self._scan: Scan | None = None
         self._turn: str = event.turn_id
 
     @cached_property
     def held_claim(self) -> claims.Claim | None:
-        """This session's claim, live or stale, or the pending one its transcript shows."""
+        """This session's claim, live or stale, or the pending one its transcript shows (which
+        replaces the one it held: the session claimed again)."""
         if not self.event.session_id:
             return None
-        return claims.read_claim(self.ws, self.key) or self._adopt()
+        return self._adopt() or claims.read_claim(self.ws, self.key)
 
     @cached_property
     def claim(self) -> claims.Claim | None:
@@ -61,19 +63,15 @@ class HookContext:
         return None if found is None or claims.is_stale(self.ws, found) else found
 
     def _adopt(self) -> claims.Claim | None:
-        if not claims.pending_dir(self.ws).is_dir():
+        from agentcfg.stop.preflight import any_pending
+
+        if not any_pending(str(self.ws.root)):
             return None
         shown = read_tail(self.event.transcript_path)
         try:
-            return claims.adopt(
-                self.ws,
-                self.event.session_id,
-                lambda token: token.encode() in shown,
-                self.now,
-                bind=controls.claim,
-            )
+            return claims.adopt(self.ws, self.event.session_id, shown, self.now, controls.claim)
         except AgentcfgError as exc:  # a peer claimed the roadmap, or a person stopped it
-            self.problem = str(exc)
+            self.lost = str(exc)
             return None
 
     @cached_property

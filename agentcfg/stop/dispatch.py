@@ -88,7 +88,7 @@ def _run_one(
     try:
         if limit <= 0:
             raise ConcernTimeout("the chain's time budget is spent")
-        with _time_limit(limit):
+        with time_limit(limit):
             verdict = registry[entry.name](entry).check(ctx)
         if not isinstance(verdict, Verdict):
             raise TypeError(f"{entry.name} returned {type(verdict).__name__}, not a Verdict")
@@ -119,7 +119,11 @@ def _ceiling(entry: ChainEntry, verdict: Verdict) -> Verdict:
 
 
 @contextlib.contextmanager
-def _time_limit(seconds: float) -> Iterator[None]:
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise ConcernTimeout in the main thread after `seconds` (at once when none are left)."""
+    if seconds <= 0:
+        raise ConcernTimeout("the time budget is spent")
+
     def expire(signum: int, frame: object) -> None:
         raise ConcernTimeout(f"over {seconds:g}s")
 

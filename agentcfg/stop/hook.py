@@ -93,7 +93,12 @@ def _read_payload(stream: BinaryIO) -> dict[str, object] | None:
 def _decide(
     host: Host, payload: dict[str, object], root: str, env: Mapping[str, str]
 ) -> Answer | None:
-    """The full decision, with anything it prints to stderr held back from the host."""
+    """The full decision, with anything it prints to stderr held back from the host.
+
+    Once the decision's code is loaded, everything the fire reads (the host's event, which
+    for some hosts means their session file, and the config) spends the chain's one time
+    budget: a fire out of time allows.
+    """
     import io
     import time
 
@@ -102,12 +107,17 @@ def _decide(
         from pathlib import Path
 
         from agentcfg.config import load_config
+        from agentcfg.stop.concerns import REGISTRY  # noqa: F401  # loaded before the clock
         from agentcfg.stop.context import HookContext
+        from agentcfg.stop.dispatch import CHAIN_BUDGET, time_limit
         from agentcfg.workspace import Workspace
 
+        started = time.monotonic()
         ws = Workspace(Path(root))
-        ctx = HookContext(host.to_event(payload), ws, load_config(ws, env), env, time.time())
-        verdict = decide(ctx)
+        with time_limit(CHAIN_BUDGET):
+            event, config = host.to_event(payload), load_config(ws, env)
+        ctx = HookContext(event, ws, config, env, time.time())
+        verdict = decide(ctx, CHAIN_BUDGET - (time.monotonic() - started))
         return host.block(verdict.message) if verdict.blocks else host.allow(verdict.message)
     except BaseException:  # fail open: the host never sees a traceback
         return None
@@ -115,12 +125,13 @@ def _decide(
         sys.stderr = held
 
 
-def decide(ctx: HookContext) -> Verdict:
+def decide(ctx: HookContext, budget: float | None = None) -> Verdict:
     """Run the configured stop chain for one fire and record what went wrong in it."""
     from agentcfg.stop.concerns import REGISTRY
-    from agentcfg.stop.dispatch import run_chain
+    from agentcfg.stop.dispatch import CHAIN_BUDGET, run_chain
 
-    verdict, outcomes = run_chain(ctx, ctx.config.chain, REGISTRY)
+    chain = ctx.config.chain
+    verdict, outcomes = run_chain(ctx, chain, REGISTRY, CHAIN_BUDGET if budget is None else budget)
     if ctx.problem is not None:
         ctx.log("error", reason=ctx.problem)
     for outcome in outcomes:

@@ -54,7 +54,7 @@ def nothing_to_do(root: str, session_id: str, env: Mapping[str, str]) -> bool:
     adopt, and no gate set to `always`."""
     if session_id and (
         os.path.exists(os.path.join(root, STATE, "claims", session_key(session_id) + ".json"))
-        or _pending(root)
+        or any_pending(root)
     ):
         return False
     try:
@@ -74,11 +74,12 @@ def nothing_to_do(root: str, session_id: str, env: Mapping[str, str]) -> bool:
     return load_config(Workspace(Path(root)), env).gate_scope != "always"
 
 
-def _pending(root: str) -> bool:
-    """A claim made with no session id waits in state/pending/ for the session that shows it."""
+def any_pending(root: str) -> bool:
+    """A claim made with no session id waits in state/pending/ for the session that shows it.
+
+    Stops at the first one: the folder may hold any number of files."""
     try:
-        return any(
-            name.endswith(".json") for name in os.listdir(os.path.join(root, STATE, "pending"))
-        )
+        with os.scandir(os.path.join(root, STATE, "pending")) as entries:
+            return any(entry.name.endswith(".json") for entry in entries)
     except OSError:
         return False

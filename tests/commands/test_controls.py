@@ -65,6 +65,7 @@ def test_stop_writes_a_marker_and_records_who(ws: Path, clock: list[float]) -> N
         "stopped_at": "2026-09-21T14:13:20Z",
         "by": "terminal",
         "told": [],
+        "held": [],
     }
     assert run_cli("resume", "demo", env={"AGENTCFG_SESSION_ID": "s9"}, at=clock).exit_code == 0
     assert marker(ws) is None
@@ -113,6 +114,7 @@ def test_json_output(ws: Path, clock: list[float]) -> None:
             "stopped_at": "2026-09-21T14:13:20Z",
             "by": "terminal",
             "told": [],
+            "held": [claims.session_key("s1")],
             "already": False,
             "sessions": ["s1"],
         }

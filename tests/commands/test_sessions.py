@@ -154,7 +154,8 @@ def test_without_a_session_id_the_claim_waits_with_a_token(
     token = re.search(r"agentcfg-claim-[0-9a-f]{16}", result.output)
     assert token is not None
     assert result.output.replace(token.group(0), "<token>") == snapshot
-    pending = json.loads((ws / "state" / "pending" / f"{token.group(0)}.json").read_text())
+    pending_file = ws / "state" / "pending" / claims.pending_name(token.group(0))
+    pending = json.loads(pending_file.read_text())
     assert (pending["slug"], pending["max_iterations"]) == ("demo", 4)
     assert not (ws / "state" / "claims").exists()  # bound to no session yet
     assert run_cli("sessions", "list", at=clock).output == "no claims\n"
@@ -163,7 +164,7 @@ def test_without_a_session_id_the_claim_waits_with_a_token(
 def test_a_pending_claim_keeps_its_token_budget_when_adopted(ws: Path, clock: list[float]) -> None:
     result = run_cli("sessions", "claim", "demo", "--max-tokens", "5000", at=clock)
     assert result.exit_code == 0 and "budget: 5,000 tokens" in result.output
-    made = claims.adopt(Workspace(ws), "gemini-session", lambda token: True, clock[0])
+    made = claims.adopt(Workspace(ws), "gemini-session", result.output.encode(), clock[0])
     assert made is not None and made.max_tokens == 5000
     assert claims.read_claim(Workspace(ws), made.key) == made
 

@@ -19,6 +19,7 @@ from tests.conftest import hook_env
 SESSION = "hostile-session"
 TIME_LIMIT = 5.0
 EXPLAINED = ("run-continuation:", "turn-end-gate:")
+GOES = ("runs", "pending")  # a finished run, an adopted or lapsed pending claim
 
 
 def tree(folder: Path, skip: str = "state") -> dict[str, str]:
@@ -70,8 +71,11 @@ def fire_hostile(
     stdin: bytes | dict[str, Any],
     env: dict[str, str] | None = None,
     preexec: Callable[[], None] | None = None,
+    adopts: bool = False,
+    limit: float = TIME_LIMIT,
 ) -> subprocess.CompletedProcess[bytes]:
-    """One fire that must end in time, without a traceback, writing nowhere but state/."""
+    """One fire that must end in time, without a traceback, writing nowhere but state/;
+    the session's claim stays as it was unless the fire `adopts` a pending one."""
     data = stdin if isinstance(stdin, bytes) else json.dumps(stdin).encode()
     outside = tree(root.parent, skip=root.name)
     inside = tree(root)
@@ -90,7 +94,7 @@ def fire_hostile(
     )
     elapsed = time.monotonic() - started
     stderr = proc.stderr.decode("utf-8", "replace")
-    assert elapsed < TIME_LIMIT, f"took {elapsed:.1f}s"
+    assert elapsed < limit, f"took {elapsed:.1f}s"
     assert "Traceback" not in stderr and "Error" not in stderr.split("\n", 1)[0], stderr[:500]
     assert proc.returncode in (0, 2), (proc.returncode, stderr[:500])
     if proc.returncode == 2:
@@ -98,13 +102,14 @@ def fire_hostile(
     else:  # an allow is silent, or tells the person one line (a halt) in the host's channel
         assert stderr == ""
         told = json.loads(proc.stdout) if proc.stdout else {"systemMessage": "agentcfg:"}
-        assert list(told) == ["systemMessage"] and told["systemMessage"].startswith("agentcfg:")
+        assert list(told) == ["systemMessage"]
+        assert told["systemMessage"].startswith(("agentcfg:", *EXPLAINED)), told
     assert tree(root.parent, skip=root.name) == outside, "wrote outside the workspace"
     assert tree(root) == inside, "wrote outside state/"
-    if kept is not None:
+    if kept is not None and not adopts:
         assert claim_file(root).read_bytes() == kept, "the claim was changed"
     for path in valid_before:  # no state lost: what was valid stays valid (a finished run may go)
-        assert valid_json(path) or (not path.exists() and path.parent.name == "runs"), path
+        assert valid_json(path) or (not path.exists() and path.parent.name in GOES), path
     return proc
 
 

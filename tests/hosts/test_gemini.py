@@ -8,7 +8,7 @@ import re
 import shutil
 from pathlib import Path
 
-from agentcfg.claims import session_key
+from agentcfg.claims import pending_name, session_key
 from agentcfg.hosts import gemini
 from agentcfg.hosts.registry import adapter, detect
 from tests.conftest import fire, hook_env, ledger, run_cli
@@ -83,8 +83,8 @@ def test_the_session_that_shows_the_token_adopts_the_claim(ws: Path) -> None:
     assert answer["decision"] == "deny"
     assert answer["reason"].startswith("run-continuation: roadmap `demo`")
     claimed = [e for e in ledger(ws, claims=True) if e["event"] == "claimed"]
-    assert [(e["run"], e["token"]) for e in claimed] == [
-        (session_key(payload["session_id"]), token)
+    assert [(e["run"], e["pending"]) for e in claimed] == [
+        (session_key(payload["session_id"]), session_key(token))
     ]
     assert list((ws / "state" / "pending").glob("*.json")) == []  # adopted once
     again = {**stranger, "transcript_path": str(mine)}
@@ -93,7 +93,7 @@ def test_the_session_that_shows_the_token_adopts_the_claim(ws: Path) -> None:
 
 def test_an_expired_pending_claim_is_dropped(ws: Path) -> None:
     token = pending_token(ws)
-    path = ws / "state" / "pending" / f"{token}.json"
+    path = ws / "state" / "pending" / pending_name(token)
     data = json.loads(path.read_text())
     path.write_text(json.dumps({**data, "claimed_at": "2020-01-01T00:00:00Z"}))
     mine = gemini_transcript(ws.parent / "mine.jsonl", token)

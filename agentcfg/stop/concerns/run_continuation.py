@@ -13,7 +13,8 @@ from agentcfg.claims import Claim
 from agentcfg.config import ChainEntry
 from agentcfg.core import phrases
 from agentcfg.core.ladder import Fire, RunState, decide
-from agentcfg.core.texts import continuation, note, stopped
+from agentcfg.core.texts import claim_lost, continuation, note, stopped
+from agentcfg.core.visible import visible
 from agentcfg.errors import StateError
 from agentcfg.stop.context import HookContext
 from agentcfg.stop.dispatch import ALLOW, Verdict
@@ -27,8 +28,10 @@ class RunContinuation:
 
     def check(self, ctx: HookContext) -> Verdict:
         claim = ctx.held_claim
-        if self._silent(ctx) or claim is None:
+        if self._silent(ctx):
             return ALLOW
+        if claim is None:
+            return ALLOW if ctx.lost is None else self._lost(ctx, ctx.lost)
         if ctx.stop is not None:  # a person stopped the run: before any rung of the ladder
             return self._stopped(ctx, ctx.stop)
         scanned = ctx.scan  # None: the claimed roadmap is gone or unreadable
@@ -102,6 +105,12 @@ class RunContinuation:
             ctx.caps.max_iterations,
         )  # fmt: skip
         return Verdict("block", text, self.name)
+
+    def _lost(self, ctx: HookContext, reason: str) -> Verdict:
+        """Tell the agent once (its pending claim is spent) that its claim did not bind."""
+        ctx.log("claim-lost", reason=reason, reply=ctx.reply_key)
+        kind = "warn" if ctx.config.mode == "shadow" else "block"
+        return Verdict(kind, claim_lost(visible(reason)), self.name)
 
     def _stopped(self, ctx: HookContext, found: controls.Stop) -> Verdict:
         """Allow, and tell the agent once per session that the person stopped the run."""
