@@ -62,6 +62,7 @@ class Request:
     policy: plan.Policy
     extra: tuple[str, ...] = ()
     force: bool = False
+    fresh_per_step: bool = False  # each step in a new session, seeded with a relay note
 
 
 @dataclass
@@ -157,6 +158,7 @@ class _Ran:
     stdout: str
     stderr: str
     events: list[dict[str, Any]] = field(default_factory=list)  # ledger events while it ran
+    moved_on: bool = False  # ended by the driver when the hook moved it on to the next step
 
 
 def drive(
@@ -213,8 +215,9 @@ class _Driver:
                 action = plan.schedule(action, policy)
                 if action.kind == "finish" or action.at > clock.now():
                     continue
-            if action.resume and not self.current.session and ran is not None:
-                # the pending claim was never bound: a new one, for the new session
+            if action.reason == "next-step" or (
+                action.resume and not self.current.session and ran is not None
+            ):  # a new session (or a pending claim never bound): a claim of its own
                 self.current = _claim(self.ws, host, slug, True, clock.now())
             self.progress = plan.advance(self.progress, action, ended)
             argv = _argv(self.ws, self.ready, self.request, self.current, action, ran)
@@ -231,7 +234,10 @@ class _Driver:
                     host.NAME, slug, self.current.session, action, self.progress.restarts
                 )
             )
-            ran = _run(self.ws, argv, self.env, self.current, slug, clock, self.say, started)
+            ran = _run(
+                self.ws, argv, self.env, self.current, slug, clock, self.say, started,
+                self.request.fresh_per_step,
+            )  # fmt: skip
             _adopted(self.ws, self.current, ran.events)
             ending = _ending(self.ws, slug, self.current, ran.events)
             output = ran.stdout + "\n" + ran.stderr
@@ -240,6 +246,7 @@ class _Driver:
                 ending=ending,
                 reset_at=host.limit_reset(output, clock.now()) if ending is None else None,
                 progressed=any(e.get("event") == "verified" for e in ran.events),
+                next_step=ran.moved_on,
             )
             action = plan.decide(self.progress, ended, clock.now(), policy)
             if action.kind == "finish":
@@ -312,7 +319,7 @@ def _argv(
         args = host.headless(prompt, current.session, True, request.extra)
         if args is not None:
             return [ready.binary, *args]
-    if action.resume:  # the host cannot carry the session on: a new one, told where things are
+    if action.reason != "start":  # a new session carries the run on: told where things are
         prompt = plan.relay_note(
             slug,
             action.reason,
@@ -360,9 +367,11 @@ def _run(
     clock: Clock,
     say: Callable[[str], None],
     started: float,
+    fresh: bool,
 ) -> _Ran:
     """Run the host to its end in a process group of its own, printing each engagement the
-    ledger records meanwhile; Ctrl-C ends the whole group before it propagates."""
+    ledger records meanwhile; Ctrl-C ends the whole group before it propagates. `fresh`: once
+    a step is closed and the hook engages the session on the next, the host is ended there."""
     offset = _ledger_size(ws)
     proc = subprocess.Popen(
         argv,
@@ -376,12 +385,17 @@ def _run(
     streams = [_Tail(proc.stdout), _Tail(proc.stderr)]
     events: list[dict[str, Any]] = []
     cap = _cap(ws, current)
+    moved_on = False
     try:
         while True:
             done = proc.poll() is not None
             offset = _follow(ws, offset, events, slug, current, say, clock.now() - started, cap)
             if done:
                 break
+            if fresh and _moved_on(events, current):
+                _end_group(proc)
+                moved_on = True
+                continue
             time.sleep(POLL)
     except KeyboardInterrupt:
         _end_group(proc)
@@ -393,7 +407,15 @@ def _run(
     with contextlib.suppress(ProcessLookupError):  # nothing the host started outlives it
         os.killpg(proc.pid, signal.SIGKILL)
     code = proc.returncode
-    return _Ran(code if code >= 0 else None, streams[0].text(), streams[1].text(), events)
+    return _Ran(code if code >= 0 else None, streams[0].text(), streams[1].text(), events, moved_on)
+
+
+def _moved_on(events: list[dict[str, Any]], current: _Session) -> bool:
+    """A step was closed in this session and the hook has engaged it on another since."""
+    closed = [i for i, e in enumerate(events) if e.get("event") == "verified"]
+    return bool(closed) and any(
+        e.get("event") == "engage" and e.get("run") == current.key for e in events[closed[0] :]
+    )
 
 
 class _Tail(threading.Thread):

@@ -46,6 +46,7 @@ class RunView:
     last_event: str | None
     last_at: float | None
     status: str  # running | halted: <rung> | stopped | no run | roadmap gone
+    resume_at: float | None = None  # `agentcfg run` waits (a usage limit, its window) until then
 
 
 class LedgerTail:
@@ -61,6 +62,7 @@ class LedgerTail:
         self.offset = 0
         self.last: dict[tuple[str, str], tuple[str, float]] = {}
         self.tokens: dict[tuple[str, str], int] = {}
+        self.resumes: dict[tuple[str, str], float] = {}  # the waits of `agentcfg run`
 
     def read(self) -> None:
         """Take in the lines appended since the last read (all of them after a rotation)."""
@@ -96,6 +98,9 @@ class LedgerTail:
         if event.get("event") == "claimed":  # a fresh run: what the last one spent is not its
             self.tokens.pop(run, None)
         self.last[run] = (str(event.get("event")), at)
+        resume_at = parse_iso(event.get("resume_at"))
+        if resume_at is not None:
+            self.resumes[run] = resume_at
         tokens = event.get("tokens")
         total = tokens.get("total") if isinstance(tokens, dict) else None
         if type(total) is int:
@@ -142,6 +147,7 @@ def _view(ws: Workspace, claim: claims.Claim, ledger: LedgerTail, cap: int) -> R
         last_event=last[0] if last else None,
         last_at=last[1] if last else None,
         status=status,
+        resume_at=ledger.resumes.get((claim.key, claim.slug)),
     )
 
 
@@ -191,6 +197,8 @@ def _progress(view: RunView) -> Text:
 def _last(view: RunView, now: float) -> str:
     if view.last_event is None or view.last_at is None:
         return "-"
+    if view.last_event.startswith("paused-") and view.resume_at is not None:
+        return f"{view.last_event}\nresumes in {format_duration(max(0.0, view.resume_at - now))}"
     return f"{view.last_event}\n{format_duration(now - view.last_at)} ago"
 
 

@@ -13,6 +13,7 @@ from syrupy.assertion import SnapshotAssertion
 
 from agentcfg import controls, driver
 from agentcfg.core import unattended as plan
+from agentcfg.core.times import iso
 from agentcfg.core.unattended import Action, Ended, Policy, Progress, Window
 from agentcfg.hosts import claude, codex, gemini
 from agentcfg.workspace import Workspace
@@ -76,6 +77,15 @@ def test_a_crash_after_progress_is_carried_on_at_once() -> None:
     assert (action.reason, action.at) == ("crash", NOW)
     assert (
         plan.advance(Progress(1, failures=3), action, Ended(1, None, progressed=True)).failures == 0
+    )
+
+
+def test_a_step_done_under_fresh_per_step_starts_a_new_session_outside_the_budget() -> None:
+    spent = Progress(starts=3, restarts=2)
+    action = plan.decide(spent, Ended(None, None, next_step=True), NOW, Policy(max_restarts=2))
+    assert action == Action("start", at=NOW, reason="next-step")
+    assert plan.advance(spent, action, Ended(None, None, next_step=True)) == Progress(
+        starts=4, restarts=2, fresh=1
     )
 
 
@@ -189,6 +199,7 @@ ENDS = st.one_of(
     st.builds(Ended, st.sampled_from([0, 1, 2, None]), st.none(), st.none(), st.booleans()),
     st.builds(Ended, st.just(1), st.none(), st.floats(NOW - 100, NOW + 86400), st.just(False)),
     st.builds(Ended, st.just(0), st.sampled_from(["complete", "halt-stall", "stopped"])),
+    st.builds(Ended, st.sampled_from([0, None]), st.none(), next_step=st.just(True)),
 )
 
 
@@ -205,8 +216,10 @@ def test_host_starts_never_exceed_the_restart_budget(ends: list[Ended], budget: 
         progress = plan.advance(progress, action, ended)
         ended = next(outcomes, Ended(0, "complete"))
         action = plan.decide(progress, ended, now, policy)
-    assert progress.starts <= 1 + budget
-    assert progress.restarts == progress.starts - 1
+    assert progress.restarts <= budget
+    # a step's own new session (--fresh-per-step) is progress, bounded by the steps, not a restart
+    assert progress.starts == 1 + progress.restarts + progress.fresh
+    assert progress.fresh == sum(1 for end in ends[: progress.starts - 1] if end.next_step)
     assert action.ending is not None
 
 
@@ -230,6 +243,7 @@ def test_the_live_lines_and_the_endings(snapshot: SnapshotAssertion) -> None:
             "gemini", "demo", "0b6f", Action("start", NOW, resume=True, reason="crash"), 2
         ),
         plan.start_line("claude", "demo", "0b6f", limit, 3),
+        plan.start_line("claude", "demo", "9a2c", Action("start", NOW, reason="next-step"), 3),
         plan.engagement_line(engage, 95, 25),
         plan.engagement_line(unknown, 4000, 25),
         plan.pause_line(limit, NOW),
@@ -414,3 +428,17 @@ def test_a_person_stopping_the_roadmap_ends_a_wait_for_a_reset(ws: Path, tmp_pat
     assert ledger[-1]["by"] == "a-person" and ledger[-1]["run"] == ledger[0]["run"]
     assert lines[0].startswith("agentcfg run: outside the window; resuming at ")
     assert lines[-1].startswith("agentcfg run: stopped — roadmap `demo` (exit 14)\n")
+
+
+def test_watch_counts_down_to_a_wait_of_the_driver(ws: Path) -> None:
+    from agentcfg import claims, state, watch
+
+    workspace = Workspace(ws)
+    made = claims.claim(workspace, "s-1", "demo", now=NOW)
+    resume_at = NOW + 5400
+    paused = state.event(
+        "paused-usage-limit", NOW, made.claim.key, "demo", resume_at=iso(resume_at), reset_at=None
+    )
+    state.append_ledger(workspace.state, paused)
+    frame = watch.frame(workspace, {}, NOW + 600, width=160)
+    assert "paused-usage-limit" in frame and "resumes in 1h20m" in frame

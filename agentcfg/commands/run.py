@@ -30,6 +30,11 @@ from agentcfg.errors import AgentcfgError
     callback=duration,
     help="The longest single wait (usage limit, backoff) before looking again  [default: 5h].",
 )
+@click.option(
+    "--fresh-per-step",
+    is_flag=True,
+    help="Each step in a new host session, seeded with a relay note (bounded context).",
+)
 @click.option("--force", is_flag=True, help="Take the roadmap over from another live session.")
 @json_option
 @click.argument("extra", nargs=-1, type=click.UNPROCESSED)
@@ -40,6 +45,7 @@ def run(
     window: str | None,
     max_restarts: int | None,
     max_wait: float | None,
+    fresh_per_step: bool,
     force: bool,
     as_json: bool,
     extra: tuple[str, ...],
@@ -68,7 +74,7 @@ def run(
         max_wait=unattended.LIMIT_WAIT if max_wait is None else max_wait,
     )
     ws = workspace()
-    request = driver.Request(slug, host, policy, extra, force)
+    request = driver.Request(slug, host, policy, extra, force, fresh_per_step)
     ready = driver.prepare(ws, request, os.environ, Path.home())
     signal.signal(signal.SIGTERM, driver.on_sigterm)
     result = driver.drive(

@@ -114,6 +114,7 @@ class Ended:
     reset_at: float | None = None  # the host ended on a usage limit, with this reset (<= now:
     # a limit whose reset it did not tell)
     progressed: bool = False  # a step was closed while it ran
+    next_step: bool = False  # the driver ended it to start the next step afresh (--fresh-per-step)
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,8 @@ class Progress:
     """What the driver has done so far in this run."""
 
     starts: int = 0  # host processes started
-    restarts: int = 0  # starts after the first
+    restarts: int = 0  # starts after the first that carried a run on, not a new step's
+    fresh: int = 0  # starts of a new session for the next step (--fresh-per-step)
     failures: int = 0  # crashes in a row, for the backoff
     limits: int = 0  # usage limits in a row, for the backoff
 
@@ -153,6 +155,8 @@ def decide(progress: Progress, ended: Ended, now: float, policy: Policy) -> Acti
     """After a host process ended: finish with the run's ending, or start the host again."""
     if ended.ending is not None:
         return finish(ended.ending)
+    if ended.next_step:  # a step closed: the next one starts in a session of its own
+        return schedule(Action("start", at=now, reason="next-step"), policy)
     if progress.restarts >= policy.max_restarts:
         return finish("halt-restarts")
     if ended.reset_at is not None:
@@ -198,9 +202,11 @@ def schedule(action: Action, policy: Policy) -> Action:
 
 def advance(progress: Progress, action: Action, ended: Ended | None) -> Progress:
     """The driver's count after it carries out a start `action` that followed `ended`."""
+    fresh = action.reason == "next-step"
     return Progress(
         starts=progress.starts + 1,
-        restarts=progress.restarts + (1 if progress.starts else 0),
+        restarts=progress.restarts + (1 if progress.starts and not fresh else 0),
+        fresh=progress.fresh + fresh,
         failures=0
         if ended is None or ended.progressed or action.reason != "crash"
         else progress.failures + 1,
@@ -219,12 +225,15 @@ REASONS = {
     "cut-short": "the host ended with work open",
     "crash": "the host failed",
     "usage-limit": "after the usage limit",
+    "next-step": "a step is done: the next one in a new session",
 }
 
 
 def start_line(host: str, slug: str, session: str | None, action: Action, attempt: int) -> str:
     """One line when the driver starts the host: what, for whom, and why."""
     who = f"session {session}" if session else "a new session (claim pending)"
+    if action.reason == "next-step":
+        return f"agentcfg run: {host} on the next step of `{slug}`, {who}"
     if not action.resume:
         return f"agentcfg run: {host} on roadmap `{slug}`, {who}"
     why = REASONS.get(action.reason, action.reason)

@@ -339,3 +339,21 @@ def test_gemini_killed_mid_run_is_resumed_in_the_same_session(tmp_path: Path) ->
     assert "restart 1 of gemini on `e2e` (the host failed)" in run.proc.stderr
     chats = list((run.home / ".gemini" / "tmp").glob("*/chats/session-*.json*"))
     assert len(chats) == 1, chats  # `gemini --resume` carried the one session on
+
+
+def test_fresh_per_step_works_each_step_in_a_session_of_its_own(tmp_path: Path) -> None:
+    run = drive("claude", tmp_path, "--fresh-per-step")
+    assert_complete(run)
+    starts = [e for e in run.ledger() if e["event"] in ("run-start", "run-resume")]
+    assert [e["reason"] for e in starts] == ["start", "next-step"], run.events()
+    sessions = [e["session"] for e in starts]
+    assert len(set(sessions)) == 2 and sessions[-1] == run.ending()["session"]
+    assert (run.ending()["restarts"], run.ending()["starts"]) == (0, 2)
+    # the second session began with the relay note: status, receipt, then the continuation
+    second = run.home / ".claude" / "projects"
+    transcript = next(second.glob(f"*/{sessions[1]}.jsonl")).read_text()
+    assert "this new session carries on the run on roadmap `e2e`" in transcript
+    assert "Last receipts" in transcript and "1.1 passed at" in transcript
+    assert "Next step: **1.2**" in transcript
+    proofs = [(e["step"], e["run"]) for e in run.ledger() if e["event"] == "verified"]
+    assert proofs == [("1.1", session_key(sessions[0])), ("1.2", session_key(sessions[1]))]
