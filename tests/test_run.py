@@ -15,7 +15,7 @@ from agentcfg import controls, driver
 from agentcfg.core import unattended as plan
 from agentcfg.core.times import iso
 from agentcfg.core.unattended import Action, Ended, Policy, Progress, Window
-from agentcfg.hosts import claude, codex, gemini
+from agentcfg.hosts import claude, codex, copilot, gemini, opencode, qwen
 from agentcfg.workspace import Workspace
 from tests.conftest import run_cli, write_roadmap
 
@@ -294,6 +294,10 @@ def test_each_host_starts_and_resumes_its_own_way() -> None:
     assert codex.headless("go", None, False, extra) == ["exec", "--x", "1", "go"]
     assert codex.headless("go", "t-1", True, extra) == ["exec", "resume", "--x", "1", "t-1", "go"]
     assert codex.headless("go", None, True, ()) is None  # no thread id known: nothing to resume
+    assert qwen.headless("go", "s-1", False, extra) == ["go", "--session-id", "s-1", "--x", "1"]
+    assert qwen.headless("go", "s-1", True, ()) == ["go", "--resume", "s-1"]
+    assert copilot.headless("go", "s-1", True, ()) == ["-p", "go", "--resume", "s-1"]
+    assert opencode.headless("go", None, False, ()) is None  # not driven headless yet
 
 
 def test_claude_code_ending_on_a_limit_is_told_apart() -> None:
@@ -323,7 +327,7 @@ def _nothing_started(root: Path) -> None:
     ("args", "message"),
     [
         (["--host", "vim"], "agentcfg: error: unknown host 'vim' (one of: claude, codex, copilot, cursor, gemini, opencode, qwen)"),
-        (["--host", "cursor"], "agentcfg: error: Cursor cannot be run unattended yet (hosts that can: claude, codex, gemini)"),
+        (["--host", "cursor"], "agentcfg: error: Cursor cannot be run unattended yet (hosts that can: claude, codex, copilot, gemini, qwen)"),
         (["--host", "claude", "--window", "late"], "agentcfg: error: --window 'late' is not HH:MM-HH:MM, e.g. 22:00-06:00"),
         (["--host", "claude", "--until", "soon"], "agentcfg: error: --until 'soon' is not HH:MM, an ISO-8601 time or a duration like 8h"),
     ],

@@ -10,7 +10,7 @@ from agentcfg.hosts import defaults
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Mapping
     from pathlib import Path
 
     from agentcfg.hosts.base import Finding, Plugin, Probe, StopEvent
@@ -186,9 +186,7 @@ BINARY = "claude"
 NAMES_SESSION = True  # `--session-id <uuid>` names a new session; `--resume <id>` carries it on
 
 
-def headless(prompt: str, session: str | None, resume: bool, extra: Sequence[str]) -> list[str]:
-    named = [] if session is None else ["--resume" if resume else "--session-id", session]
-    return ["-p", prompt, *named, *extra]
+headless = defaults.print_headless
 
 
 def limit_reset(output: str, now: float) -> float | None:

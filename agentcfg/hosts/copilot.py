@@ -182,9 +182,13 @@ plugin = defaults.plugin
 usage_since = defaults.usage_since  # no captured Copilot CLI events file shows its usage
 
 
-# --- unattended runs (`agentcfg run`): not driven headless yet ---
+# --- unattended runs (`agentcfg run`) ---
 
 BINARY = "copilot"
-NAMES_SESSION = False
-headless = defaults.headless
+NAMES_SESSION = True  # `--session-id <id>` names a new session; `--resume <id>` carries it on
+
+
+headless = defaults.print_headless
+
+
 limit_reset = defaults.limit_reset

@@ -150,5 +150,14 @@ def headless(
     return None  # `agentcfg run` does not start this host headless yet
 
 
+def print_headless(
+    prompt: str, session: str | None, resume: bool, extra: Sequence[str]
+) -> list[str]:
+    """`-p <prompt>`, with `--session-id <id>` naming a new session or `--resume <id>` carrying
+    one on: Claude Code's flags, which Gemini CLI and Copilot CLI share."""
+    named = [] if session is None else ["--resume" if resume else "--session-id", session]
+    return ["-p", prompt, *named, *extra]
+
+
 def limit_reset(output: str, now: float) -> float | None:
     return None  # no usage-limit answer of this host is known to us

@@ -14,7 +14,7 @@ from agentcfg.hosts import defaults
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Mapping
     from pathlib import Path
     from typing import Any
 
@@ -286,9 +286,7 @@ BINARY = "gemini"
 NAMES_SESSION = True  # `--session-id <id>` names a new session; `--resume <id>` carries it on
 
 
-def headless(prompt: str, session: str | None, resume: bool, extra: Sequence[str]) -> list[str]:
-    named = [] if session is None else ["--resume" if resume else "--session-id", session]
-    return ["-p", prompt, *named, *extra]
+headless = defaults.print_headless
 
 
 def limit_reset(output: str, now: float) -> float | None:

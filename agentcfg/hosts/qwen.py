@@ -12,7 +12,7 @@ from agentcfg.hosts import defaults
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
     from pathlib import Path
     from typing import Any
 
@@ -139,9 +139,16 @@ plugin = defaults.plugin
 usage_since = defaults.usage_since  # no captured Qwen Code session file shows its usage
 
 
-# --- unattended runs (`agentcfg run`): not driven headless yet ---
+# --- unattended runs (`agentcfg run`) ---
 
 BINARY = "qwen"
-NAMES_SESSION = False
-headless = defaults.headless
+# `qwen <prompt> --session-id <id>` names a new session; `--resume <id>` carries it on
+NAMES_SESSION = True
+
+
+def headless(prompt: str, session: str | None, resume: bool, extra: Sequence[str]) -> list[str]:
+    named = [] if session is None else ["--resume" if resume else "--session-id", session]
+    return [prompt, *named, *extra]
+
+
 limit_reset = defaults.limit_reset

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from agentcfg.claims import session_key
+from tests.e2e import more_hosts, openai_model
 from tests.e2e.fake_model import Script, serve
 from tests.e2e.harness import AGENTCFG, SLUG, TIMEOUT, agentcfg, binary, project
 from tests.e2e.limits import Limit
@@ -357,3 +358,43 @@ def test_fresh_per_step_works_each_step_in_a_session_of_its_own(tmp_path: Path) 
     assert "Next step: **1.2**" in transcript
     proofs = [(e["step"], e["run"]) for e in run.ledger() if e["event"] == "verified"]
     assert proofs == [("1.1", session_key(sessions[0])), ("1.2", session_key(sessions[1]))]
+
+
+def drive_openai(host: str, tmp_path: Path, steps: int, env: dict[str, str], *extra: str) -> Driven:
+    """`agentcfg run` on Qwen Code or Copilot CLI against the chat-completions scripted model."""
+    root, base = more_hosts.workspace(tmp_path, host, steps)
+    script = openai_model.Script(SLUG, AGENTCFG)
+    server = openai_model.serve(script)
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    path = f"{Path(more_hosts.host_binary(host)).parent}:{base['PATH']}"
+    try:
+        proc = subprocess.run(
+            [AGENTCFG, "run", SLUG, "--host", host, "--json", "--", *extra],
+            cwd=root,
+            env={**base, "PATH": path, **{k: v.replace("{url}", url) for k, v in env.items()}},
+            capture_output=True, text=True, timeout=TIMEOUT * 2, stdin=subprocess.DEVNULL,
+            check=False,
+        )  # fmt: skip
+    finally:
+        server.shutdown()
+    return Driven(root, Path(base["HOME"]), RunScript(), proc)
+
+
+def test_qwen_code_runs_unattended_to_complete(tmp_path: Path) -> None:
+    env = {"OPENAI_API_KEY": "sk-local", "OPENAI_MODEL": "m", "OPENAI_BASE_URL": "{url}",
+           "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1"}  # fmt: skip
+    run = drive_openai("qwen", tmp_path, 2, env, "--auth-type", "openai", "--approval-mode", "yolo")
+    assert_complete(run)
+    started = next(e for e in run.ledger() if e["event"] == "run-start")
+    assert started["run"] == session_key(run.ending()["session"])  # --session-id named it
+
+
+def test_copilot_cut_short_by_its_block_cap_is_resumed_to_complete(tmp_path: Path) -> None:
+    env = {"COPILOT_OFFLINE": "true", "COPILOT_PROVIDER_API_KEY": "sk-local",
+           "COPILOT_PROVIDER_BASE_URL": "{url}", "COPILOT_MODEL": "gpt-4.1",
+           "COPILOT_ALLOW_ALL": "true"}  # fmt: skip
+    extra = ("--allow-all-tools", "--allow-all-paths", "--no-auto-update")
+    run = drive_openai("copilot", tmp_path, 10, env, *extra)
+    assert_complete(run, steps=10)
+    resumes = [e for e in run.ledger() if e["event"] == "run-resume"]
+    assert [(e["reason"], e["same_session"]) for e in resumes] == [("cut-short", True)]
