@@ -143,15 +143,17 @@ def _program(command: str) -> str | None:
 
 def _config(ws: Workspace, env: Mapping[str, str]) -> list[Finding]:
     config = load_config(ws, env)
+    notify = _notify(ws, config.notify, env) if config.notify else []
     if not config.problems:
         return [
             Finding(
                 "ok",
                 "config",
                 "agentcfg.yaml is valid" if ws.config.exists() else "no agentcfg.yaml: defaults",
-            )
+            ),
+            *notify,
         ]
-    return [
+    return notify + [
         Finding(
             "error",
             "config",
@@ -159,6 +161,26 @@ def _config(ws: Workspace, env: Mapping[str, str]) -> list[Finding]:
             "correct it in agentcfg.yaml (the hook uses the default meanwhile)",
         )
         for problem in config.problems
+    ]
+
+
+def _notify(ws: Workspace, command: tuple[str, ...], env: Mapping[str, str]) -> list[Finding]:
+    """A repository's notify command runs only once a person trusted it as it reads."""
+    from agentcfg import trust
+
+    try:
+        trusted = trust.notify_trusted(ws, command, env)
+    except AgentcfgError as exc:
+        return [Finding("error", "config", str(exc), "remove it; `roadmap trust` makes a new one")]
+    if trusted:
+        return [Finding("ok", "config", "notify.command is trusted")]
+    return [
+        Finding(
+            "warning",
+            "config",
+            "notify.command is not trusted (new or changed): it does not run",
+            "review it with `agentcfg roadmap trust <slug>`",
+        )
     ]
 
 

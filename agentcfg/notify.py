@@ -1,12 +1,15 @@
 """Telling the person about every ending: config `notify.command` run, bounded, off the hook.
 
-The hook only spawns a detached courier (`python -m agentcfg.notify`) and goes on; the
-courier runs the command within NOTIFY_TIMEOUT and records a failure as `notify-error`.
+The hook only spawns a detached courier and goes on. The courier is this module's own code,
+started by absolute interpreter in isolated mode, so that no file of the workspace can stand
+in for it; it runs the command only when a person trusted it (`roadmap trust`), within
+NOTIFY_TIMEOUT, and records a refusal or a failure as `notify-error`.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -27,6 +30,17 @@ ENDINGS = {
     "stopped": "stopped",
     "handback-question": "the agent asks you a question",
 }
+
+
+# The folder our package is in, put first on the courier's path: isolated mode (-I) leaves
+# out the working folder and the environment's PYTHON* variables, so only our code loads.
+OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+COURIER = "import sys; sys.path.insert(0, sys.argv[1]); from agentcfg.notify import courier; "
+COURIER += "sys.exit(courier(sys.argv[2:]))"
+UNTRUSTED = (
+    "notify.command of agentcfg.yaml is not trusted (new or changed): a person reviews it with "
+    "`agentcfg roadmap trust <slug>`"
+)
 
 
 def is_ending(event: str) -> bool:
@@ -66,9 +80,11 @@ def on_event(template: Sequence[str], record: Mapping[str, Any], ws: Workspace) 
     try:
         import subprocess
 
-        spec = json.dumps({"argv": expand(template, record), "record": dict(record)})
+        spec = json.dumps(
+            {"argv": expand(template, record), "command": list(template), "record": dict(record)}
+        )
         subprocess.Popen(
-            [sys.executable, "-m", "agentcfg.notify", str(ws.state), spec],
+            [os.path.abspath(sys.executable), "-I", "-c", COURIER, OURS, str(ws.root), spec],
             cwd=ws.root,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -117,13 +133,18 @@ def record_error(folder: Path, record: Mapping[str, Any], error: str) -> None:
     )
 
 
-def _courier(argv: list[str]) -> int:
-    folder, spec = Path(argv[0]), json.loads(argv[1])
-    error = deliver(spec["argv"])
+def courier(argv: list[str]) -> int:
+    """The detached courier: [workspace root, spec]. Runs the command only if trusted."""
+    from agentcfg import trust
+    from agentcfg.errors import AgentcfgError
+
+    ws, spec = Workspace(Path(argv[0])), json.loads(argv[1])
+    try:
+        error = None if trust.notify_trusted(ws, spec["command"], os.environ) else UNTRUSTED
+    except AgentcfgError as exc:  # the store is not a file of its own: nothing runs
+        error = str(exc)
+    if error is None:
+        error = deliver(spec["argv"])
     if error is not None:
-        record_error(folder, spec["record"], error)
+        record_error(ws.state, spec["record"], error)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_courier(sys.argv[1:]))

@@ -191,9 +191,13 @@ def remove(path: Path) -> bool:
 
 
 @contextlib.contextmanager
-def locked(path: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
-    """Hold an exclusive lock on `path` (a .lock file); StateError if not had within `timeout`."""
-    ensure_dir(path.parent)
+def locked(path: Path, timeout: float = LOCK_TIMEOUT, private: bool = True) -> Iterator[None]:
+    """Hold an exclusive lock on `path` (a .lock file); StateError if not had within `timeout`.
+
+    `private`: the lock is in state/, whose folders are made (0700) as needed; otherwise its
+    folder must exist already."""
+    if private:
+        ensure_dir(path.parent)
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     except OSError as exc:

@@ -20,6 +20,7 @@ from agentcfg.errors import ClaimError, RoadmapError, StepError
 from agentcfg.workspace import Workspace
 
 TAIL_LINES = 40
+OUTPUT_GRACE = 1.0  # seconds to read what a finished command wrote last
 # Any one-character mark (UTF-8): `[/]`, a remapped or unknown mark are open steps too.
 _BOX = re.compile(
     rb"^((?:\xef\xbb\xbf)?[ \t]*(?:>[ \t]*)*(?:[-*+]|\d{1,9}[.)])[ \t]+)"
@@ -97,37 +98,30 @@ def run(
         stderr=subprocess.STDOUT,
         start_new_session=True,  # so a timeout can end the command and all it started
     )
-    timer = _Timer(proc, timeout)
-    try:
+    held = threading.Lock()
+
+    def read() -> None:
         for raw in proc.stdout or ():
             line = raw.decode("utf-8", "replace").rstrip("\n")
-            tail.append(line)
+            with held:
+                tail.append(line)
             if echo is not None:
                 echo(line)
-        code = proc.wait()
-    finally:
-        timer.cancel()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        code: int | None = proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        code = None
+    with contextlib.suppress(OSError):  # the command's group: on a timeout, or what it left
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    # a child that left the group may still hold the output open: it is not waited for
+    reader.join(OUTPUT_GRACE)
     duration = time.monotonic() - started
-    return VerifyResult(step.id, command, None if timer.fired else code, duration, tuple(tail))
-
-
-class _Timer:
-    """Ends a process group after `seconds`; remembers whether it had to."""
-
-    def __init__(self, proc: subprocess.Popen[bytes], seconds: float) -> None:
-        self.fired = False
-        self._proc = proc
-        self._timer = threading.Timer(seconds, self._expire)
-        self._timer.daemon = True
-        self._timer.start()
-
-    def _expire(self) -> None:
-        self.fired = True
-        with contextlib.suppress(OSError):
-            os.killpg(self._proc.pid, signal.SIGKILL)
-
-    def cancel(self) -> None:
-        self._timer.cancel()
+    with held:
+        return VerifyResult(step.id, command, code, duration, tuple(tail))
 
 
 def log(
@@ -153,8 +147,12 @@ def log(
     state.append_ledger(ws.state, record)
 
 
-def mark_done(ws: Workspace, slug: str, step_id: str) -> Step:
-    """Flip exactly this step's box to `[x]`; every other byte of the file stays as it was."""
+def mark_done(ws: Workspace, slug: str, step_id: str, proven: str | None = None) -> Step:
+    """Flip exactly this step's box to `[x]`; every other byte of the file stays as it was.
+
+    `proven`: the verify line that passed; the box is ticked only while it is still the
+    step's verify line (checked under the roadmap's lock).
+    """
     slug = ws.canonical(slug)
     path = ws.roadmap_path(slug)
     with state.locked(ws.state / "locks" / f"roadmap-{slug}.lock"):
@@ -164,6 +162,11 @@ def mark_done(ws: Workspace, slug: str, step_id: str) -> Step:
         if step is None:
             raise StepError(f"step {step_id} is no longer in roadmap `{slug}`")
         check_markable(step)
+        if proven is not None and step.verify != proven:
+            raise StepError(
+                f"the verify line of step {step.name} changed while it ran; the box stays open: "
+                f"run `agentcfg roadmap done {slug} {step.name}` again"
+            )
         start, end = line_span(data, step.line)
         flipped, count = _BOX.subn(rb"\1[x]", data[start:end], count=1)
         if count != 1:
@@ -263,12 +266,22 @@ def done(
         result = prove(ws, slug, roadmap, step, env)
         if not result.passed:
             return Done(step, result, marked=False)
-    mark_done(ws, slug, step.id)
+    mark_done(ws, slug, step.id, None if result is None else result.command)
     log(
         ws, "marked-done", slug, loading.load(ws, slug), env, time.time(),
         step=step.id, verified=not no_verify,
     )  # fmt: skip
     return Done(step, result, marked=True)
+
+
+def trust_notify(ws: Workspace, env: Mapping[str, str], now: float) -> tuple[str, ...]:
+    """`roadmap trust` trusts the workspace's notify command too; the command (or nothing)."""
+    from agentcfg.config import load_config
+
+    command = load_config(ws, env).notify
+    if command:
+        trust.record_notify(ws, command, env, now)
+    return command
 
 
 def trust_roadmap(

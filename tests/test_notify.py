@@ -99,7 +99,9 @@ def test_config_reads_the_command_and_reports_a_bad_one() -> None:
 
 
 def configure(root: Path, *words: str) -> None:
+    """A notify command, trusted by the person (`roadmap trust` covers it)."""
     (root / "agentcfg.yaml").write_text("notify:\n  command: " + json.dumps(list(words)) + "\n")
+    assert run_cli("roadmap", "trust", "demo").exit_code == 0
 
 
 def test_an_ending_runs_the_command_with_its_placeholders(ws: Path) -> None:

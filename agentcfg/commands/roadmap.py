@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 from collections import Counter
 from typing import Any
 
@@ -210,13 +211,18 @@ def trust_command(slug: str, as_json: bool) -> None:
     `roadmap verify` and `roadmap done` run only verify lines trusted here; a line that
     changes needs trusting again. Never allowlist this command for an agent.
     """
-    slug, steps, store = verify.trust_roadmap(workspace(), slug, os.environ, now())
+    ws = workspace()
+    slug, steps, store = verify.trust_roadmap(ws, slug, os.environ, now())
+    notify = verify.trust_notify(ws, os.environ, now())
     if as_json:
         emit_json({
             "slug": slug, "store": str(store),
             "trusted": [{"step": s.name, "command": s.verify} for s in steps],
+            "notify": list(notify) or None,
         })  # fmt: skip
         return
+    if notify:
+        say(f"notify command of agentcfg.yaml, run at each ending: {shlex.join(notify)}")
     if not steps:
         say(f"roadmap `{slug}` has no verify lines to trust")
         return

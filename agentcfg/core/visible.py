@@ -5,9 +5,17 @@ from __future__ import annotations
 
 import re
 
-# C0 but the newline, DEL, C1, the bidirectional controls, and lone surrogates
+# C0 but the newline, DEL, C1, lone surrogates, and every character a terminal draws as
+# nothing or that reorders what follows: the soft hyphen, the combining grapheme joiner, the
+# Arabic letter mark, Hangul fillers, the Mongolian vowel separator, zero-width spaces and
+# joiners, the bidirectional marks, embeddings, overrides and isolates, the line and
+# paragraph separators, the word joiner and invisible operators, the deprecated format
+# characters, variation selectors, the byte order mark, interlinear annotation marks, and the
+# tag characters
 _CONTROL = re.compile(
-    "[\x00-\x09\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+    "[\x00-\x09\x0b-\x1f\x7f-\x9f\xad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f"
+    "\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb"
+    "\ud800-\udfff\U000e0000-\U000e007f\U000e0100-\U000e01ef]"
 )
 _SECRETS = (
     # key = value, key: value
@@ -19,8 +27,17 @@ EXCERPT = 80
 
 
 def visible(text: str) -> str:
-    """`text` with every control character as a `\\uXXXX` escape (valid in JSON text too)."""
-    return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    """`text` with every control or invisible character as a `\\uXXXX` escape, past the
+    Basic Multilingual Plane a pair of them (UTF-16, as JSON text writes it)."""
+    return _CONTROL.sub(_escape, text)
+
+
+def _escape(found: re.Match[str]) -> str:
+    code = ord(found.group())
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def excerpt(text: str, limit: int = EXCERPT) -> str:

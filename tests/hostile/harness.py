@@ -136,7 +136,8 @@ def run_hostile(
 
     def outside() -> dict[str, str]:
         found = tree(root.parent, skip=root.name)
-        return {k: v for k, v in found.items() if not k.endswith("/agentcfg/trust.json")}
+        ours = ("/agentcfg/trust.json", "/agentcfg/trust.json.lock")
+        return {k: v for k, v in found.items() if not k.endswith(ours)}
 
     before = outside()
 
