@@ -6,8 +6,8 @@ import contextlib
 from collections.abc import Callable
 
 from agentcfg import state
+from agentcfg.core.digest import sha256_hex
 from agentcfg.errors import StateError
-from agentcfg.paths import sha256_hex
 from agentcfg.workspace import Workspace
 
 TYPE_CHECKING = False

@@ -1,5 +1,5 @@
-"""Names every part agrees on, with the interpreter's own modules only: the stop hook reads them
-before it knows it has work to do.
+"""Names every part agrees on, with the interpreter's own modules and the core's digest only:
+the stop hook reads them before it knows it has work to do.
 
 The workspace root rule (docs/architecture.md, section 2) lives here once, for the hook and
 the CLI.
@@ -8,6 +8,8 @@ the CLI.
 from __future__ import annotations
 
 import os
+
+from agentcfg.core.digest import sha256_hex
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -35,16 +37,6 @@ def locate_root(cwd: str, env: Mapping[str, str]) -> str:
         if parent == folder:
             return start
         folder = parent
-
-
-def sha256_hex(data: bytes) -> str:
-    """sha256 in hex, from the builtin module where there is one: hashlib loads OpenSSL."""
-    try:
-        from _sha256 import sha256  # type: ignore[import-not-found]
-    except ImportError:  # pragma: no cover - builds without it
-        from hashlib import sha256
-    digest: str = sha256(data).hexdigest()
-    return digest
 
 
 def session_key(session_id: str) -> str:

@@ -232,8 +232,8 @@ def event(
 def ledger_quote(text: str, how: str = "excerpt") -> str:
     """How the ledger keeps a quote of the assistant's words: never verbatim. `excerpt` is
     short and secret-masked; `hash` keeps only a digest to match quotes by."""
+    from agentcfg.core.digest import sha256_hex
     from agentcfg.core.visible import excerpt
-    from agentcfg.paths import sha256_hex
 
     if how == "hash":
         return "sha256:" + sha256_hex(text.encode("utf-8", "replace"))[:16]

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from agentcfg import state
+from agentcfg.core.digest import sha256_hex
 from agentcfg.core.roadmap import Step
 from agentcfg.core.times import iso
 from agentcfg.errors import StateError, UntrustedError
-from agentcfg.paths import sha256_hex
 from agentcfg.workspace import Workspace
 
 STORE_LIMIT = 8 * 1024 * 1024

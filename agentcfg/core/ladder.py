@@ -6,6 +6,7 @@ Each outcome of a run (complete, blocked, a halt) is decided once; later fires a
 
 from __future__ import annotations
 
+from agentcfg.core.digest import sha256_hex
 from agentcfg.core.records import Record
 from agentcfg.core.times import format_duration, iso_ms, parse_iso
 
@@ -241,12 +242,8 @@ def _climb(read: RunState, fire: Fire, caps: Caps) -> Decision:
 
 def fingerprint(fire: Fire) -> str:
     """A short name for the set of open steps: equal sets, equal names, in any order."""
-    try:
-        from _sha256 import sha256  # type: ignore[import-not-found]
-    except ImportError:  # pragma: no cover - builds without it; hashlib loads OpenSSL
-        from hashlib import sha256
     ids = "\n".join(sorted(fire.open_ids or ()))
-    return f"{fire.open}:{sha256(ids.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
+    return f"{fire.open}:{sha256_hex(ids.encode('utf-8', 'surrogatepass'))[:16]}"
 
 
 def _over(tokens: int | None, budget: int | None) -> bool:

@@ -74,13 +74,14 @@ TRUST_END = "# <<< agentcfg"
 
 
 def hook_hash(command: str, timeout: int) -> str:
-    import hashlib
     import json
+
+    from agentcfg.core.digest import sha256_hex
 
     handler = {"async": False, "command": command, "timeout": timeout, "type": "command"}
     identity = {"event_name": "stop", "hooks": [handler]}
     text = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    return "sha256:" + sha256_hex(text.encode())
 
 
 def _our_hooks(document: Mapping[str, Any], path: Path) -> list[tuple[str, str]]:

@@ -40,8 +40,8 @@ cwd_of = defaults.cwd_of
 
 
 def to_event(payload: Mapping[str, object]) -> StopEvent:
+    from agentcfg.core.digest import sha256_hex
     from agentcfg.hosts.base import StopEvent, text
-    from agentcfg.paths import sha256_hex
 
     prompt = text(payload, "prompt")
     ours = prompt.lstrip().startswith(OWN_TEXTS)

@@ -14,11 +14,12 @@ from pathlib import Path
 from agentcfg import claims, controls, loading, state
 from agentcfg.config import Config
 from agentcfg.core import phrases
+from agentcfg.core.digest import sha256_hex
 from agentcfg.core.ladder import Caps
 from agentcfg.core.roadmap import Roadmap, Scan, scan
 from agentcfg.errors import AgentcfgError
 from agentcfg.hosts.base import SETTLE, StopEvent
-from agentcfg.paths import session_key, sha256_hex
+from agentcfg.paths import session_key
 from agentcfg.transcript import Spent, TurnInfo, read_tail, read_turn
 from agentcfg.workspace import Workspace
 
