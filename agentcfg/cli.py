@@ -14,8 +14,9 @@ from agentcfg.errors import AgentcfgError
 
 class Group(click.Group):
     """The one error path: an AgentcfgError is one line on stderr and its exit code (1, or 2
-    for usage), Ctrl-C exits 130, and anything unexpected is one line and exit 3. A command
-    asked for `--json` also gets the error as a JSON object on stdout."""
+    for usage), Ctrl-C exits 130, and anything unexpected is one line naming the log that
+    keeps its traceback, and exit 3. A command asked for `--json` also gets the error as a
+    JSON object on stdout."""
 
     def invoke(self, ctx: click.Context) -> Any:
         as_json = "--json" in ctx.args  # read now: click empties it on the way down
@@ -32,10 +33,36 @@ class Group(click.Group):
             click.echo("agentcfg: interrupted", err=True)
             ctx.exit(130)
         except Exception as exc:
+            kept = _keep_traceback(exc)
+            where = f" (the traceback is in {kept})" if kept else ""
             click.echo(
-                visible(f"agentcfg: unexpected error: {type(exc).__name__}: {exc}"), err=True
+                visible(f"agentcfg: unexpected error: {type(exc).__name__}: {exc}{where}"),
+                err=True,
             )
             ctx.exit(3)
+
+
+def _keep_traceback(exc: Exception) -> str | None:
+    """Write the error's traceback to the person's error log, replacing the last one; its
+    path, or None when it cannot be written (the one line still says what broke)."""
+    import os
+    import sys
+    import traceback
+
+    from agentcfg.paths import ERROR_LOG, user_state
+
+    try:
+        folder = user_state(os.environ)
+        os.makedirs(folder, 0o700, exist_ok=True)
+        path = os.path.join(folder, ERROR_LOG)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+        with os.fdopen(os.open(path, flags, 0o600), "w", encoding="utf-8", errors="replace") as log:
+            log.write(f"agentcfg {__version__}, Python {sys.version.split()[0]}\n")
+            log.write(f"argv: {sys.argv!r}\n\n")
+            log.write("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+    except OSError:
+        return None
+    return path
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})

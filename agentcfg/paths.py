@@ -20,6 +20,9 @@ ROADMAPS = "roadmaps"
 STATE = "state"
 FLEET = "fleet"  # state/fleet/<slug>.json: this workspace's step lease in a fleet
 WORKTREES = "worktrees"  # state/worktrees/<slug>/<n>/: the worktrees of `run --agents`
+# a person's own state, outside any workspace (see user_state)
+TRUST_STORE = "trust.json"  # the verify lines a person trusted
+ERROR_LOG = "error.log"  # the traceback of the CLI's last unexpected error
 
 
 def locate_root(cwd: str, env: Mapping[str, str]) -> str:
@@ -42,3 +45,13 @@ def locate_root(cwd: str, env: Mapping[str, str]) -> str:
 def session_key(session_id: str) -> str:
     """The first 32 hex digits of sha256(session id): the session's file name in state/."""
     return sha256_hex(session_id.encode("utf-8", "surrogatepass"))[:32]
+
+
+def user_state(env: Mapping[str, str]) -> str:
+    """$XDG_STATE_HOME/agentcfg, else ~/.local/state/agentcfg: what is a person's, not a
+    workspace's (a relative $XDG_STATE_HOME is ignored, as the XDG rules say)."""
+    base = env.get("XDG_STATE_HOME", "")
+    if not os.path.isabs(base):
+        home = env.get("HOME") or os.path.expanduser("~")
+        base = os.path.join(home, ".local", "state")
+    return os.path.join(base, "agentcfg")

@@ -21,6 +21,7 @@ from agentcfg.core.digest import sha256_hex
 from agentcfg.core.roadmap import Step
 from agentcfg.core.times import iso
 from agentcfg.errors import StateError, UntrustedError
+from agentcfg.paths import TRUST_STORE, user_state
 from agentcfg.workspace import Workspace
 
 STORE_LIMIT = 8 * 1024 * 1024
@@ -29,12 +30,7 @@ _KINDS = {stat.S_IFIFO: "fifo", stat.S_IFSOCK: "socket", stat.S_IFDIR: "folder"}
 
 
 def store_path(env: Mapping[str, str]) -> Path:
-    """$XDG_STATE_HOME/agentcfg/trust.json, else ~/.local/state/agentcfg/trust.json."""
-    base = env.get("XDG_STATE_HOME", "")
-    if not os.path.isabs(base):
-        home = env.get("HOME") or str(Path.home())
-        base = os.path.join(home, ".local", "state")
-    return Path(base) / "agentcfg" / "trust.json"
+    return Path(user_state(env)) / TRUST_STORE
 
 
 def digest(command: str) -> str:

@@ -114,6 +114,11 @@ def fire_hostile(
 
 
 MEMORY_LIMIT = 1 << 30
+PERSON_STATE = (  # what a person keeps outside any workspace
+    "/agentcfg/trust.json",
+    "/agentcfg/trust.json.lock",
+    "/agentcfg/error.log",
+)
 
 
 def _bounded_memory() -> None:
@@ -131,13 +136,12 @@ def run_hostile(
 ) -> subprocess.CompletedProcess[str]:
     """One `agentcfg ARGS` that must end with `expect`, in time and within MEMORY_LIMIT, with
     at most one error line, no traceback and no write outside the workspace but the person's
-    trust store."""
+    trust store and error log."""
     env = env or {**hook_env(root), "XDG_STATE_HOME": str(root.parent / "xdg")}
 
     def outside() -> dict[str, str]:
         found = tree(root.parent, skip=root.name)
-        ours = ("/agentcfg/trust.json", "/agentcfg/trust.json.lock")
-        return {k: v for k, v in found.items() if not k.endswith(ours)}
+        return {k: v for k, v in found.items() if not k.endswith(PERSON_STATE)}
 
     before = outside()
 
