@@ -44,7 +44,8 @@ def main(
     environ = os.environ if env is None else env
     try:
         payload = _read_payload(sys.stdin.buffer if stdin is None else stdin)
-    except Exception:  # fail open: an unreadable stdin allows
+    except Exception as exc:  # fail open: an unreadable stdin allows
+        _record_failure(exc, environ)
         payload = None
     if payload is None:
         return _finish(adapter(name or DEFAULT), None)
@@ -54,7 +55,8 @@ def main(
         idle = preflight.nothing_to_do(root, host.session_of(payload), environ) or _second_route(
             host, root, environ
         )
-    except Exception:  # fail open
+    except Exception as exc:  # fail open
+        _record_failure(exc, environ, host, payload)
         return _finish(host, None)
     return _finish(host, None if idle else _decide(host, payload, root, environ))
 
@@ -119,7 +121,8 @@ def _decide(
         ctx = HookContext(event, ws, config, env, time.time())
         verdict = decide(ctx, CHAIN_BUDGET - (time.monotonic() - started))
         return host.block(verdict.message) if verdict.blocks else host.allow(verdict.message)
-    except BaseException:  # fail open: the host never sees a traceback
+    except BaseException as exc:  # fail open: the host never sees a traceback
+        _record_failure(exc, env, host, payload, root)
         return None
     finally:
         sys.stderr = held
@@ -138,6 +141,43 @@ def decide(ctx: HookContext, budget: float | None = None) -> Verdict:
         if outcome.error is not None:
             ctx.log("concern-error", concern=outcome.entry.name, error=outcome.error)
     return verdict
+
+
+def _record_failure(
+    exc: BaseException,
+    env: Mapping[str, str],
+    host: Host | None = None,
+    payload: dict[str, object] | None = None,
+    root: str | None = None,
+) -> None:
+    """Name the exception a fire failed open on in the ledger's `error` event, in a workspace
+    that already keeps state (none is started for it); a failure here changes no answer."""
+    try:
+        import time
+        from pathlib import Path
+
+        from agentcfg import state
+
+        if root is None:
+            cwd = host.cwd_of(payload) if host is not None and payload is not None else ""
+            root = paths.locate_root(cwd or os.getcwd(), env)
+        folder = Path(root) / paths.STATE
+        if not folder.is_dir():
+            return
+        session = host.session_of(payload) if host is not None and payload is not None else ""
+        key = paths.session_key(session) if session else None
+        record = state.event(
+            "error",
+            time.time(),
+            key,
+            None,
+            host=host.NAME if host is not None else None,
+            reason="the stop hook failed open",
+            error=type(exc).__name__,
+        )
+        state.append_ledger(folder, record)
+    except BaseException:  # the answer is settled already: allow, whatever happens here
+        pass
 
 
 def _finish(host: Host, answer: Answer | None) -> int:
