@@ -8,6 +8,7 @@ from collections.abc import Callable
 from agentcfg import state
 from agentcfg.core.digest import sha256_hex
 from agentcfg.errors import StateError
+from agentcfg.paths import CACHE
 from agentcfg.workspace import Workspace
 
 TYPE_CHECKING = False
@@ -36,7 +37,7 @@ def through(
     """
     path, size, mtime_ns = identity
     name = sha256_hex(path.encode("utf-8", "surrogateescape"))[:24]
-    entry = ws.state / "cache" / f"{kind}-{name}.json"
+    entry = ws.state / CACHE / f"{kind}-{name}.json"
     key = {
         "version": VERSION,
         "size": size,

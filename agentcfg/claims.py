@@ -12,6 +12,7 @@ from agentcfg.core.ladder import RunState, clamp
 from agentcfg.core.records import Record
 from agentcfg.core.times import format_duration, iso, parse_iso
 from agentcfg.errors import ClaimError, RoadmapError
+from agentcfg.paths import CLAIMS, PENDING, RUNS
 from agentcfg.paths import session_key as session_key
 from agentcfg.workspace import Workspace
 
@@ -108,7 +109,7 @@ def claim_from_json(data: dict[str, Any]) -> Claim | None:
 
 
 def claims_dir(ws: Workspace) -> Path:
-    return ws.state / "claims"
+    return ws.state / CLAIMS
 
 
 def claim_path(ws: Workspace, key: str) -> Path:
@@ -116,7 +117,7 @@ def claim_path(ws: Workspace, key: str) -> Path:
 
 
 def run_path(ws: Workspace, key: str, slug: str) -> Path:
-    return ws.state / "runs" / f"{key}-{slug}.json"
+    return ws.state / RUNS / f"{key}-{slug}.json"
 
 
 def read_claim(ws: Workspace, key: str) -> Claim | None:
@@ -294,7 +295,7 @@ _TOKEN = re.compile(re.escape(TOKEN_PREFIX.encode()) + rb"[0-9a-f]{16}")
 
 
 def pending_dir(ws: Workspace) -> Path:
-    return ws.state / "pending"
+    return ws.state / PENDING
 
 
 def pending_name(token: str) -> str:

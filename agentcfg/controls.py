@@ -14,6 +14,7 @@ from agentcfg.core.records import Record
 from agentcfg.core.times import iso, parse_iso
 from agentcfg.core.visible import visible
 from agentcfg.errors import ClaimError, RoadmapError
+from agentcfg.paths import STOPS
 from agentcfg.workspace import Workspace
 
 TYPE_CHECKING = False
@@ -68,7 +69,7 @@ def canonical(ws: Workspace, slug: str) -> str:
 
 
 def stop_path(ws: Workspace, slug: str) -> Path:
-    return ws.state / "stops" / f"{slug}.json"
+    return ws.state / STOPS / f"{slug}.json"
 
 
 def read_stop(ws: Workspace, slug: str) -> Stop | None:
@@ -207,7 +208,7 @@ def stopped_on(ws: Workspace, session_id: str) -> Stop | None:
         if found is not None:
             return found
     try:
-        names = sorted(os.listdir(ws.state / "stops"))[:1000]
+        names = sorted(os.listdir(ws.state / STOPS))[:1000]
     except OSError:
         return None
     for name in names:

@@ -28,6 +28,7 @@ from agentcfg.core.times import iso
 from agentcfg.errors import AgentcfgError, ClaimError
 from agentcfg.hosts import registry
 from agentcfg.hosts.base import settings_hook
+from agentcfg.paths import LEDGER_NAME
 from agentcfg.workspace import Workspace
 
 TYPE_CHECKING = False
@@ -451,7 +452,7 @@ def _end_group(proc: subprocess.Popen[bytes]) -> None:
 
 def _ledger_size(ws: Workspace) -> int:
     try:
-        return (ws.state / state.LEDGER_NAME).stat().st_size
+        return (ws.state / LEDGER_NAME).stat().st_size
     except OSError:
         return 0
 
@@ -468,7 +469,7 @@ def _follow(
 ) -> int:
     """Read the ledger's new complete lines of this roadmap into `events`; print engagements."""
     try:
-        fd = os.open(ws.state / state.LEDGER_NAME, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(ws.state / LEDGER_NAME, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
         return offset
     with os.fdopen(fd, "rb") as handle:

@@ -24,7 +24,7 @@ from agentcfg.core.roadmap import scan
 from agentcfg.errors import AgentcfgError, IntegrationError, LeaseError
 from agentcfg.integrate import Integration, integrate
 from agentcfg.leases import TTL, Lease, Store
-from agentcfg.paths import WORKTREES
+from agentcfg.paths import LOCKS, STATE, WORKTREES
 from agentcfg.workspace import Workspace
 
 INTEGRATION_LOCK_WAIT = 3600.0  # integrations queue behind each other, each runs a verify line
@@ -51,7 +51,7 @@ class Fleet:
         return f"agentcfg/{self.slug}/{n}"
 
     def worktree(self, n: int) -> Path:
-        return self.root / "state" / WORKTREES / self.slug / str(n)
+        return self.root / STATE / WORKTREES / self.slug / str(n)
 
 
 def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -134,7 +134,7 @@ def sync(plan_: Fleet, member: Workspace, n: int) -> None:
             _git(plan_.root, "fetch", "--quiet", plan_.coordinate, plan_.into)
             _git(plan_.root, "merge", "--quiet", "--ff-only", "FETCH_HEAD", check=False)
     _git(member.root, "reset", "--quiet", "--hard", plan_.into)
-    _git(member.root, "clean", "--quiet", "-fd", "--exclude=state/")
+    _git(member.root, "clean", "--quiet", "-fd", f"--exclude={STATE}/")
 
 
 def member_loop(
@@ -224,7 +224,7 @@ def _integrate(
 
 
 def _integration_lock(plan_: Fleet) -> contextlib.AbstractContextManager[None]:
-    lock = plan_.root / "state" / "locks" / f"fleet-{plan_.slug}.lock"
+    lock = plan_.root / STATE / LOCKS / f"fleet-{plan_.slug}.lock"
     return state.locked(lock, timeout=INTEGRATION_LOCK_WAIT)
 
 

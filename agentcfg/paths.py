@@ -18,6 +18,17 @@ if TYPE_CHECKING:
 CONFIG_NAME = "agentcfg.yaml"
 ROADMAPS = "roadmaps"
 STATE = "state"
+LEDGER_NAME = "run-continuation.jsonl"  # state/run-continuation.jsonl: every fire's event
+# the folders of state/, one kind of file each
+CLAIMS = "claims"  # state/claims/<session key>.json: a session's claim on a roadmap
+PENDING = "pending"  # state/pending/<token>.json: a claim waiting for the session that shows it
+RUNS = "runs"  # state/runs/<session key>-<slug>.json: a run's counters
+STOPS = "stops"  # state/stops/<slug>.json: a person's stop on a roadmap
+REFUSALS = "refusals"  # state/refusals/<session key>.json: the turn-end gate's refusals
+MARKS = "marks"  # state/marks/<session key>-<slug>.json: the open steps the last fire saw
+PROOFS = "proofs"  # state/proofs/<slug>.json: verify lines that passed
+CACHE = "cache"  # state/cache/<kind>-<name>.json: parses kept by the file they came from
+LOCKS = "locks"  # state/locks/roadmap-<slug>.lock: one writer of a roadmap file at a time
 FLEET = "fleet"  # state/fleet/<slug>.json: this workspace's step lease in a fleet
 WORKTREES = "worktrees"  # state/worktrees/<slug>/<n>/: the worktrees of `run --agents`
 # a person's own state, outside any workspace (see user_state)

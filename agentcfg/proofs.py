@@ -9,11 +9,12 @@ from pathlib import Path
 
 from agentcfg import state
 from agentcfg.core.times import iso_ms, parse_iso
+from agentcfg.paths import PROOFS
 from agentcfg.workspace import Workspace
 
 
 def path_of(ws: Workspace, slug: str) -> Path:
-    return ws.state / "proofs" / f"{slug}.json"
+    return ws.state / PROOFS / f"{slug}.json"
 
 
 def record(ws: Workspace, slug: str, step: str, command: str, now: float) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from agentcfg.core.times import iso
 from agentcfg.errors import StateError
-from agentcfg.paths import STATE
+from agentcfg.paths import LEDGER_NAME, STATE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for every import
@@ -23,7 +23,6 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
 STATE_FILE_LIMIT = 1024 * 1024
 LEDGER_LINE_LIMIT = 1024 * 1024
 LOCK_TIMEOUT = 5.0
-LEDGER_NAME = "run-continuation.jsonl"
 STALE_TEMP = 60.0  # seconds: a temp file this old belongs to a writer that was killed
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from agentcfg import loading, state, trust
 from agentcfg.core.roadmap import Roadmap, Step
 from agentcfg.errors import ClaimError, RoadmapError, StepError
+from agentcfg.paths import LOCKS
 from agentcfg.workspace import Workspace
 
 TAIL_LINES = 40
@@ -155,7 +156,7 @@ def mark_done(ws: Workspace, slug: str, step_id: str, proven: str | None = None)
     """
     slug = ws.canonical(slug)
     path = ws.roadmap_path(slug)
-    with state.locked(ws.state / "locks" / f"roadmap-{slug}.lock"):
+    with state.locked(ws.state / LOCKS / f"roadmap-{slug}.lock"):
         data = path.read_bytes()
         current = loading.parse_bytes(ws, data, path)
         step = next((s for s in current.steps if s.id == step_id), None)

@@ -19,11 +19,12 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from agentcfg import claims, controls, loading, state
+from agentcfg import claims, controls, loading
 from agentcfg.config import load_config
 from agentcfg.core.roadmap import clip, scan
 from agentcfg.core.times import format_duration, parse_iso
 from agentcfg.errors import RoadmapError
+from agentcfg.paths import CLAIMS, LEDGER_NAME, RUNS, STOPS
 from agentcfg.workspace import Workspace
 
 BAR_WIDTH = 12
@@ -54,7 +55,7 @@ class LedgerTail:
     tokens its fires recorded (each fire's are those of its own segment of the session)."""
 
     def __init__(self, ws: Workspace) -> None:
-        self.path = ws.state / state.LEDGER_NAME
+        self.path = ws.state / LEDGER_NAME
         self._restart(None)
 
     def _restart(self, identity: tuple[int, int] | None) -> None:
@@ -238,7 +239,7 @@ def follow(
 def _signature(ws: Workspace) -> Any:
     """What changes when anything the table shows does: names, sizes and times of the files."""
     found = []
-    for folder in (ws.roadmaps, ws.state, *(ws.state / n for n in ("claims", "runs", "stops"))):
+    for folder in (ws.roadmaps, ws.state, *(ws.state / n for n in (CLAIMS, RUNS, STOPS))):
         try:
             names = sorted(os.listdir(folder))
         except OSError:

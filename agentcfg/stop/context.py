@@ -19,7 +19,7 @@ from agentcfg.core.ladder import Caps
 from agentcfg.core.roadmap import Roadmap, Scan, scan
 from agentcfg.errors import AgentcfgError
 from agentcfg.hosts.base import SETTLE, StopEvent
-from agentcfg.paths import session_key
+from agentcfg.paths import REFUSALS, session_key
 from agentcfg.transcript import Spent, TurnInfo, read_tail, read_turn
 from agentcfg.workspace import Workspace
 
@@ -165,7 +165,7 @@ class HookContext:
         return adapter(self.event.host).usage_since(path, start, self.settle)
 
     def refusal_path(self) -> Path:
-        return self.ws.state / "refusals" / f"{self.key}.json"
+        return self.ws.state / REFUSALS / f"{self.key}.json"
 
     def log(self, event: str, **fields: object) -> None:
         """Append one ledger event with the standard fields; never fails the fire."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from agentcfg.paths import CONFIG_NAME, STATE, session_key
+from agentcfg.paths import CLAIMS, CONFIG_NAME, PENDING, STATE, session_key
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ def nothing_to_do(root: str, session_id: str, env: Mapping[str, str]) -> bool:
     """True when no concern can act: no claim for this session, no pending claim it could
     adopt, and no gate set to `always`."""
     if session_id and (
-        os.path.exists(os.path.join(root, STATE, "claims", session_key(session_id) + ".json"))
+        os.path.exists(os.path.join(root, STATE, CLAIMS, session_key(session_id) + ".json"))
         or any_pending(root)
     ):
         return False
@@ -79,7 +79,7 @@ def any_pending(root: str) -> bool:
 
     Stops at the first one: the folder may hold any number of files."""
     try:
-        with os.scandir(os.path.join(root, STATE, "pending")) as entries:
+        with os.scandir(os.path.join(root, STATE, PENDING)) as entries:
             return any(entry.name.endswith(".json") for entry in entries)
     except OSError:
         return False

@@ -18,6 +18,7 @@ from agentcfg.core.roadmap import Step
 from agentcfg.core.texts import refusal
 from agentcfg.core.times import iso_ms, parse_iso
 from agentcfg.errors import StateError
+from agentcfg.paths import MARKS
 from agentcfg.proofs import proven_since
 from agentcfg.stop.context import HookContext
 from agentcfg.stop.dispatch import ALLOW, Verdict
@@ -127,7 +128,7 @@ def _changed_steps(ctx: HookContext) -> Changed:
     if not ctx.autonomous or ctx.claim is None or ctx.scan is None or ctx.roadmap is None:
         return [], []
     slug = ctx.claim.slug
-    path = ctx.ws.state / "marks" / f"{ctx.key}-{slug}.json"
+    path = ctx.ws.state / MARKS / f"{ctx.key}-{slug}.json"
     before = state.read_json(path) or {}
     listed = before.get("open")
     was_open: list[object] = listed if isinstance(listed, list) else []
