@@ -9,6 +9,7 @@ import os
 from collections.abc import Mapping
 
 from agentcfg import cache
+from agentcfg.core.chain import CHAIN
 from agentcfg.core.ladder import MAX_ITERATIONS, STALL_WINDOW, WALL_CLOCK, clamp
 from agentcfg.core.records import Record
 from agentcfg.core.times import parse_duration
@@ -20,7 +21,6 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
     from typing import Any
 
 MODES = ("enforce", "shadow", "off")
-CONCERNS = ("turn-end-gate", "run-continuation")
 DETECTORS = (
     "promissory-closing",
     "unverified-completion",
@@ -45,7 +45,7 @@ class ChainEntry(Record):
     timeout: float = 10.0
 
 
-DEFAULT_CHAIN = tuple(ChainEntry(name) for name in CONCERNS)
+DEFAULT_CHAIN = tuple(ChainEntry(name) for name in CHAIN)
 
 
 class Config(Record):
@@ -228,7 +228,7 @@ def _chain(
     entries: list[ChainEntry] = []
     for item in stop:
         spec = {"name": item} if isinstance(item, str) else item
-        if not isinstance(spec, dict) or spec.get("name") not in CONCERNS:
+        if not isinstance(spec, dict) or spec.get("name") not in CHAIN:
             # a typo must not leave an empty chain that allows everything
             problems.append(f"chain.stop: unknown concern {item!r}; using the default chain")
             return default

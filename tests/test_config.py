@@ -209,3 +209,10 @@ def test_budgets_are_clamped_with_a_clear_message(tmp_path: Path) -> None:
     assert from_env.problems == (
         "ladder.max_iterations: 1001 is above the limit of 1000; using 1000",
     )
+
+
+def test_the_default_chain_is_every_concern_the_registry_runs_in_order() -> None:
+    from agentcfg.core.chain import CHAIN
+    from agentcfg.stop.concerns import REGISTRY
+
+    assert tuple(REGISTRY) == CHAIN == tuple(entry.name for entry in Config().chain)

@@ -12,6 +12,7 @@ from agentcfg import claims, controls, state
 from agentcfg.claims import Claim
 from agentcfg.config import ChainEntry
 from agentcfg.core import phrases
+from agentcfg.core.chain import RUN_CONTINUATION
 from agentcfg.core.ladder import Fire, RunState, decide
 from agentcfg.core.texts import claim_lost, continuation, note, stopped
 from agentcfg.core.visible import visible
@@ -21,7 +22,7 @@ from agentcfg.stop.dispatch import ALLOW, Verdict
 
 
 class RunContinuation:
-    name = "run-continuation"
+    name = RUN_CONTINUATION
 
     def __init__(self, entry: ChainEntry) -> None:
         self.entry = entry

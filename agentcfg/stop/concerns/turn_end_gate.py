@@ -14,6 +14,7 @@ from pathlib import Path
 from agentcfg import state
 from agentcfg.config import ChainEntry
 from agentcfg.core import phrases
+from agentcfg.core.chain import TURN_END_GATE
 from agentcfg.core.roadmap import Step
 from agentcfg.core.texts import refusal
 from agentcfg.core.times import iso_ms, parse_iso
@@ -25,7 +26,7 @@ from agentcfg.stop.dispatch import ALLOW, Verdict
 
 
 class TurnEndGate:
-    name = "turn-end-gate"
+    name = TURN_END_GATE
 
     def __init__(self, entry: ChainEntry) -> None:
         self.advisory = entry.severity == "advisory"
