@@ -82,7 +82,15 @@ def test_the_manifests_point_at_their_hooks() -> None:
     assert not (PLUGIN / "hooks" / "hooks.json").exists()
 
 
-@pytest.mark.parametrize("name", ["run", "status", "stop"])
+COMMANDS = sorted(path.stem for path in (PLUGIN / "commands").glob("*.md"))
+
+
+def test_claude_and_gemini_have_the_same_commands() -> None:
+    assert COMMANDS == ["release", "run", "status"]  # a person's `stop` is the CLI's alone
+    assert sorted(path.stem for path in (REPO / "commands" / "agentcfg").glob("*")) == COMMANDS
+
+
+@pytest.mark.parametrize("name", COMMANDS)
 def test_claude_and_gemini_commands_say_the_same(name: str) -> None:
     markdown = (PLUGIN / "commands" / f"{name}.md").read_text()
     _, front, body = markdown.split("---\n", 2)
