@@ -111,9 +111,8 @@ def test_gemini_counts_cached_thoughts_and_tool_prompts(tmp_path: Path) -> None:
         {"id": "u2", "type": "user", "content": [{"text": "run-continuation: roadmap ..."}]},
         {"id": "g2", "type": "gemini", "content": "", "tokens": tokens},
     ])  # fmt: skip
-    spent = gemini.usage_since(
-        str(path), None, settle=0.0
-    )  # our continuation is not the person's turn
+    # our continuation is not the person's turn
+    spent = gemini.usage_since(str(path), None, settle=0.0)
     assert spent.usage is not None
     assert spent.usage.to_json() == {
         "input": 810, "output": 100, "cache_read": 1200, "cache_write": 0, "total": 2110
