@@ -37,11 +37,7 @@ def recognises(payload: Mapping[str, object]) -> bool:
 
 
 def session_of(payload: Mapping[str, object]) -> str:
-    for name in ("sessionId", "session_id"):
-        value = payload.get(name)
-        if isinstance(value, str) and value:
-            return value
-    return ""
+    return defaults.first_text(payload, "sessionId", "session_id")
 
 
 cwd_of = defaults.cwd_of
@@ -158,17 +154,17 @@ def checks(path: Path, root: Path, home: Path, env: Mapping[str, str]) -> list[F
 
 
 def probe(cwd: str) -> Probe:
-    from agentcfg.hosts.base import PROBE_SESSION, Answer, Probe
-
-    payload: dict[str, object] = {
-        "sessionId": PROBE_SESSION,
-        "timestamp": 0,
-        "cwd": cwd,
-        "transcriptPath": "",
-        "stopReason": "end_turn",
-        "stop_hook_active": False,
-    }
-    return Probe(payload, Answer(0))  # allowed: exit 0, no decision on stdout
+    # allowed: exit 0, no decision on stdout
+    return defaults.probe_of(
+        "sessionId",
+        {
+            "timestamp": 0,
+            "cwd": cwd,
+            "transcriptPath": "",
+            "stopReason": "end_turn",
+            "stop_hook_active": False,
+        },
+    )
 
 
 trust = defaults.trust  # folder trust is the person's to give in Copilot CLI; `checks` says how

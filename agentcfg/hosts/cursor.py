@@ -30,11 +30,7 @@ def recognises(payload: Mapping[str, object]) -> bool:
 
 
 def session_of(payload: Mapping[str, object]) -> str:
-    for name in ("conversation_id", "session_id"):
-        value = payload.get(name)
-        if isinstance(value, str) and value:
-            return value
-    return ""
+    return defaults.first_text(payload, "conversation_id", "session_id")
 
 
 def cwd_of(payload: Mapping[str, object]) -> str:
@@ -122,17 +118,18 @@ def checks(path: Path, root: Path, home: Path, env: Mapping[str, str]) -> list[F
 
 
 def probe(cwd: str) -> Probe:
-    from agentcfg.hosts.base import PROBE_SESSION, Answer, Probe
-
-    payload: dict[str, object] = {
-        "conversation_id": PROBE_SESSION,
-        "generation_id": "probe",
-        "hook_event_name": EVENT,
-        "status": "completed",
-        "loop_count": 0,
-        "workspace_roots": [cwd],
-    }
-    return Probe(payload, Answer(0, stdout=IDLE))  # allowed: `{}` on stdout, no follow-up
+    # allowed: `{}` on stdout, no follow-up
+    return defaults.probe_of(
+        "conversation_id",
+        {
+            "generation_id": "probe",
+            "hook_event_name": EVENT,
+            "status": "completed",
+            "loop_count": 0,
+            "workspace_roots": [cwd],
+        },
+        IDLE,
+    )
 
 
 trust = defaults.trust

@@ -25,6 +25,16 @@ def session_of(payload: Mapping[str, object]) -> str:
     return value if isinstance(value, str) else ""
 
 
+def first_text(payload: Mapping[str, object], *names: str) -> str:
+    """The first of the payload's fields `names` that holds a string, for a host that names a
+    value in more than one way; "" when none does."""
+    for name in names:
+        value = payload.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
 def cwd_of(payload: Mapping[str, object]) -> str:
     value = payload.get("cwd")
     return value if isinstance(value, str) else ""
@@ -98,21 +108,19 @@ def registered(document: Mapping[str, Any]) -> list[str]:
     return registered_commands(document, STOP)
 
 
-def stop_probe(cwd: str, **fields: object) -> Probe:
-    """The `doctor --probe` payload of a host whose stop payload names its session, transcript
-    and folder as Claude Code's does, plus `fields`, from a session with no claim: a healthy
-    hook allows it with exit 0 and prints nothing."""
+def probe_of(session: str, fields: Mapping[str, object], stdout: str = "") -> Probe:
+    """The `doctor --probe` payload: `fields`, and the id of a session with no claim under the
+    host's name for it (`session`). A healthy hook allows it with exit 0 and `stdout`."""
     from agentcfg.hosts.base import PROBE_SESSION, Answer, Probe
 
-    payload: dict[str, object] = {
-        "session_id": PROBE_SESSION,
-        "transcript_path": "",
-        "cwd": cwd,
-        "hook_event_name": STOP,
-        "stop_hook_active": False,
-        **fields,
-    }
-    return Probe(payload, Answer(0))
+    return Probe({session: PROBE_SESSION, **fields}, Answer(0, stdout=stdout))
+
+
+def stop_probe(cwd: str, **fields: object) -> Probe:
+    """The probe of a host whose stop payload names its session, transcript and folder as
+    Claude Code's does, plus `fields`."""
+    shape = {"transcript_path": "", "cwd": cwd, "hook_event_name": STOP, "stop_hook_active": False}
+    return probe_of("session_id", {**shape, **fields})
 
 
 def checks(path: Path, root: Path, home: Path, env: Mapping[str, str]) -> list[Finding]:

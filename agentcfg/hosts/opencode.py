@@ -135,18 +135,18 @@ def checks(path: Path, root: Path, home: Path, env: Mapping[str, str]) -> list[F
 
 
 def probe(cwd: str) -> Probe:
-    from agentcfg.hosts.base import PROBE_SESSION, Answer, Probe
-
-    payload: dict[str, object] = {
-        "hook_event_name": EVENT,
-        "session_id": PROBE_SESSION,
-        "cwd": cwd,
-        "prompt_id": "probe",
-        "last_assistant_message": "probe",
-        "stop_hook_active": False,
-        "interrupted": False,
-    }
-    return Probe(payload, Answer(0))  # allowed: exit 0, nothing for the plugin to do
+    # allowed: exit 0, nothing for the plugin to do
+    return defaults.probe_of(
+        "session_id",
+        {
+            "hook_event_name": EVENT,
+            "cwd": cwd,
+            "prompt_id": "probe",
+            "last_assistant_message": "probe",
+            "stop_hook_active": False,
+            "interrupted": False,
+        },
+    )
 
 
 trust = defaults.trust  # OpenCode loads a project's plugins without asking
