@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 from syrupy.assertion import SnapshotAssertion
 
 from agentcfg import notify, state
@@ -132,13 +131,12 @@ def test_a_failing_command_is_a_notify_error_and_changes_no_verdict(ws: Path) ->
     assert errors[0]["error"] == f"`{sys.executable}` exited 1: webhook said 500"
 
 
-def test_a_courier_that_cannot_start_is_recorded(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def refuse(*args: object, **kwargs: object) -> None:
-        raise OSError("no processes left")
-
-    monkeypatch.setattr("subprocess.Popen", refuse)
-    notify.on_event(["true"], record("complete"), Workspace(ws))
-    assert [(e["event"], e["ending"]) for e in ledger(ws)] == [("notify-error", "complete")]
+def test_a_courier_that_cannot_start_is_recorded(tmp_path: Path) -> None:
+    gone = tmp_path / "removed"  # the workspace went away: the courier has no folder to start in
+    notify.on_event(["true"], record("complete"), Workspace(gone))
+    events = ledger(gone)
+    assert [(e["event"], e["ending"]) for e in events] == [("notify-error", "complete")]
+    assert events[0]["error"].startswith("cannot start: FileNotFoundError")
 
 
 def test_an_engagement_loads_no_notifier(ws: Path) -> None:
