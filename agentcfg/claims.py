@@ -334,7 +334,8 @@ def claim_pending(
 
 def clean_pending(ws: Workspace, now: float) -> int:
     """Remove what lapsed in state/pending/: files older than the pending window, by their
-    time on disk alone (nothing is read). How many were removed."""
+    time on disk alone (nothing is read), but the lock and temp files (dot files), which
+    others may hold. How many were removed."""
     removed = 0
     try:
         entries = os.scandir(pending_dir(ws))
@@ -344,7 +345,11 @@ def clean_pending(ws: Workspace, now: float) -> int:
         for entry in entries:
             try:
                 lapsed = now - entry.stat(follow_symlinks=False).st_mtime >= PENDING_WINDOW
-                if lapsed and not entry.is_dir(follow_symlinks=False):
+                if (
+                    lapsed
+                    and not entry.name.startswith(".")
+                    and not entry.is_dir(follow_symlinks=False)
+                ):
                     os.unlink(entry.path)
                     removed += 1
             except OSError:

@@ -84,8 +84,12 @@ def test_lapsed_pending_claims_are_cleaned(ws: Path) -> None:
         data = json.loads(path.read_text())
         path.write_text(json.dumps({**data, "claimed_at": "2020-01-01T00:00:00Z"}))
         os.utime(path, (lapsed, lapsed))
+    lock = root / "state" / "pending" / ".lock"  # another process may hold it: it stays
+    lock.touch()
+    os.utime(lock, (lapsed, lapsed))
     pending_claim(root)
     assert len(pending_files(root)) == 1  # the lapsed one went when the next was made
+    assert lock.exists()
     say_to(root, old)
     assert fire_timed(root, payload(root))[0] == 0  # and it binds nothing
     assert claim_of(root) == {}
