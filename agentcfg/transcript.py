@@ -249,11 +249,11 @@ def read_segment(
         if not whole and start < (offsets[0] if offsets else end):
             return Segment([], None, whole, end)
         index = bisect.bisect_left(offsets, start)
-    else:
-        starts = [i for i, line in enumerate(lines) if is_turn_start(line)]
-        if not starts and not whole:
+    else:  # the last turn start, looked for from the end: the tail may hold thousands of lines
+        last = next((i for i in range(len(lines) - 1, -1, -1) if is_turn_start(lines[i])), None)
+        if last is None and not whole:
             return Segment([], None, whole, end)
-        index = starts[-1] if starts else 0
+        index = last or 0
     return Segment(lines[:index], lines[index:], whole, end)
 
 
