@@ -150,6 +150,11 @@ class _Session:
     def key(self) -> str | None:
         return None if self.session is None else claims.session_key(self.session)
 
+    @property
+    def pending(self) -> str | None:
+        """How the ledger names the pending claim: a digest, never the token itself."""
+        return None if self.token is None else claims.pending_name(self.token).removesuffix(".json")
+
 
 @dataclass
 class _Ran:
@@ -226,7 +231,7 @@ class _Driver:
             _record(
                 self.ws, "run-start" if self.progress.starts == 1 else "run-resume",
                 self.current, slug, clock, open=counts.open, blocked=counts.blocked,
-                host=host.NAME, session=self.current.session, token=self.current.token,
+                host=host.NAME, session=self.current.session, pending=self.current.pending,
                 attempt=self.progress.starts,
                 reason=action.reason, same_session=action.resume and bool(self.current.session),
             )  # fmt: skip
@@ -500,7 +505,7 @@ def _adopted(ws: Workspace, current: _Session, events: list[dict[str, Any]]) -> 
     if current.session or not current.token:
         return
     for event in events:
-        if event.get("event") == "claimed" and event.get("token") == current.token:
+        if event.get("event") == "claimed" and event.get("pending") == current.pending:
             key = event.get("run")
             claim = claims.read_claim(ws, key) if isinstance(key, str) else None
             if claim is not None:

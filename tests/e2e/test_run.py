@@ -211,9 +211,10 @@ def test_a_plain_run_ends_complete(tmp_path: Path, host: str) -> None:
     assert started["host"] == host
     session = run.ending()["session"]
     if host == "codex":  # no session id of ours: the token in the first prompt bound the claim
-        assert started["session"] is None and started["token"].startswith("agentcfg-claim-")
-        bound = [e for e in run.ledger() if e["event"] == "claimed" and e.get("token")]
-        assert [e["token"] for e in bound] == [started["token"]]
+        assert started["session"] is None and started["pending"]
+        assert "agentcfg-claim-" not in json.dumps(run.ledger())  # the token is never written
+        bound = [e for e in run.ledger() if e["event"] == "claimed" and e.get("pending")]
+        assert [e["pending"] for e in bound] == [started["pending"]]
         assert bound[0]["run"] == session_key(session)
     else:
         assert started["session"] == session and started["run"] == session_key(session)
