@@ -3,74 +3,17 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 from agentcfg import loading, state
 from agentcfg.core.roadmap import Roadmap, Step, scan
-from agentcfg.core.times import iso, parse_iso
+from agentcfg.core.times import iso
 from agentcfg.errors import LeaseError, StepError
 from agentcfg.leases import TTL, Lease, Store, machine_name
-from agentcfg.paths import FLEET
+from agentcfg.membership import Membership, forget, read_membership, remember
 from agentcfg.verify import find_step
 from agentcfg.workspace import Workspace
 
 AUTO = "auto"
-
-
-@dataclass(frozen=True)
-class Membership:
-    """This workspace's place in a fleet on one roadmap: who it is, and the step it leases."""
-
-    slug: str
-    holder: str  # the member's own id, kept across the host sessions it starts
-    step: str
-    fence: int
-    ttl: float
-    expires: float  # as last taken or renewed: a turn end renews it once half the time is gone
-    coordinate: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "slug": self.slug,
-            "holder": self.holder,
-            "step": self.step,
-            "fence": self.fence,
-            "ttl": self.ttl,
-            "expires": iso(self.expires),
-            "coordinate": self.coordinate,
-        }
-
-    @classmethod
-    def of(cls, lease: Lease, ttl: float, coordinate: str | None) -> Membership:
-        return cls(
-            lease.slug, lease.holder, lease.step, lease.fence, ttl, lease.expires, coordinate
-        )
-
-
-def membership_path(ws: Workspace, slug: str) -> Path:
-    return ws.state / FLEET / f"{slug}.json"
-
-
-def read_membership(ws: Workspace, slug: str) -> Membership | None:
-    """This workspace's membership on the roadmap, or None (none, or not of a valid shape)."""
-    data = state.read_json(membership_path(ws, slug))
-    if not isinstance(data, dict):
-        return None
-    slug_, holder, step, fence = (data.get(k) for k in ("slug", "holder", "step", "fence"))
-    ttl, coordinate, expires = (
-        data.get("ttl"),
-        data.get("coordinate"),
-        parse_iso(data.get("expires")),
-    )
-    if not (isinstance(slug_, str) and isinstance(holder, str) and isinstance(step, str)):
-        return None
-    if type(fence) is not int or not isinstance(ttl, (int, float)) or not ttl > 0:
-        return None
-    if expires is None or (coordinate is not None and not isinstance(coordinate, str)):
-        return None
-    return Membership(slug_, holder, step, fence, float(ttl), expires, coordinate)
 
 
 def leave(ws: Workspace, slug: str, now: float) -> None:
@@ -79,7 +22,7 @@ def leave(ws: Workspace, slug: str, now: float) -> None:
     if member is None:
         return
     Store(ws.root, member.coordinate).release(slug, member.step, member.holder, now=now)
-    state.remove(membership_path(ws, slug))
+    forget(ws, slug)
 
 
 def require_lease(ws: Workspace, slug: str, step_id: str) -> None:
@@ -106,16 +49,14 @@ def renew_due(ws: Workspace, slug: str, now: float) -> bool | None:
     """Renew this workspace's lease once half its time is gone: True renewed, False lost,
     None nothing to do. Only a due renewal runs git, so most turn ends pay one small read."""
     member = read_membership(ws, slug)
-    if member is None or now < member.expires - member.ttl / 2:
+    if member is None or now < member.renewal_due:
         return None
     store = Store(ws.root, member.coordinate)
     lease = Lease(slug, member.step, member.holder, "", "", 0.0, member.expires, member.fence)
     renewed = store.renew(lease, now=now, ttl=member.ttl)
     if renewed is None:
         return False
-    state.write_json(
-        membership_path(ws, slug), Membership.of(renewed, member.ttl, member.coordinate).to_json()
-    )
+    remember(ws, _membership(renewed, member.ttl, member.coordinate))
     return True
 
 
@@ -142,7 +83,7 @@ def join(
     lease, lapsed = lease_step(
         store, roadmap, slug, holder, wanted, host=host, now=now, ttl=ttl, exclude=exclude
     )
-    state.write_json(membership_path(ws, slug), Membership.of(lease, ttl, coordinate).to_json())
+    remember(ws, _membership(lease, ttl, coordinate))
     counts = scan(roadmap).counts
     shared = {"open": counts.open, "blocked": counts.blocked, "step": lease.step, "host": host}
     if lapsed is not None:
@@ -205,6 +146,12 @@ def lease_step(
     if wanted != AUTO:
         raise LeaseError(_held(store, slug, chosen[0]))
     raise LeaseError(f"roadmap `{slug}` has no open step that another member does not hold")
+
+
+def _membership(lease: Lease, ttl: float, coordinate: str | None) -> Membership:
+    return Membership(
+        lease.slug, lease.holder, lease.step, lease.fence, ttl, lease.expires, coordinate
+    )
 
 
 def _held(store: Store, slug: str, step: Step) -> str:

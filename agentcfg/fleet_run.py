@@ -19,7 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentcfg import fleet, loading, state, trust
+from agentcfg import driver, fleet, loading, state, trust
+from agentcfg.config import load_config
 from agentcfg.core.roadmap import scan
 from agentcfg.errors import AgentcfgError, IntegrationError, LeaseError
 from agentcfg.integrate import Integration, integrate
@@ -256,15 +257,10 @@ def _publish(plan_: Fleet) -> bool:
 
 def _reopened_too_often(main: Workspace, slug: str) -> frozenset[str]:
     counts: dict[str, int] = {}
-    for line in state.ledger_lines(main.state):
-        with contextlib.suppress(ValueError):
-            record = state.loads(line)
-            if (
-                isinstance(record, dict)
-                and (record.get("event"), record.get("slug")) == ("reopened", slug)
-                and isinstance(record.get("step"), str)
-            ):
-                counts[record["step"]] = counts.get(record["step"], 0) + 1
+    for record in _events(main, slug):
+        step = record.get("step")
+        if record.get("event") == "reopened" and isinstance(step, str):
+            counts[step] = counts.get(step, 0) + 1
     return frozenset(step for step, times in counts.items() if times >= REOPEN_LIMIT)
 
 
@@ -318,21 +314,10 @@ def start_members(
 def member_argv(plan_: Fleet, n: int, extra: Sequence[str]) -> list[str]:
     """The command line of member `n`: this interpreter, isolated from the worktree's files."""
     line = [
-        sys.executable,
-        "-I",
-        "-m",
-        "agentcfg",
-        "run",
-        plan_.slug,
-        "--host",
-        plan_.host,
-        "--member",
-        str(n),
-        "--fleet-root",
-        str(plan_.root),
-        "--lease-ttl",
-        f"{int(plan_.ttl)}s",
-    ]
+        sys.executable, "-I", "-m", "agentcfg", "run", plan_.slug, "--host", plan_.host,
+        "--member", str(n), "--fleet-root", str(plan_.root), "--into", plan_.into,
+        "--lease-ttl", f"{max(1, round(plan_.ttl))}s",
+    ]  # fmt: skip
     if plan_.coordinate:
         line += ["--coordinate", plan_.coordinate]
     return [*line, *extra]
@@ -354,3 +339,71 @@ def wait_members(procs: Sequence[subprocess.Popen[bytes]]) -> list[int]:
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
         raise
+
+
+def run_fleet(
+    ws: Workspace, slug: str, host: str, agents: int, into: str | None,
+    coordinate: str | None, ttl: float, passed: Sequence[str],
+    say: Callable[[str], None] = print, env: Mapping[str, str] = os.environ,
+) -> int:  # fmt: skip
+    """`run --agents N`: the members' worktrees, one member process each, until every one has
+    ended; the worktrees are removed at the end (a reopened step's branch is kept)."""
+    the_fleet = plan(ws.root, slug, host, into, coordinate, ttl)
+    members = prepare_members(the_fleet, agents, env)
+    try:
+        _log(ws, "fleet-start", the_fleet.slug, agents=agents, into=the_fleet.into,
+             coordinate=coordinate)  # fmt: skip
+        say(f"fleet of {agents} on `{the_fleet.slug}` into `{the_fleet.into}`")
+        procs = start_members(the_fleet, members, lambda n: member_argv(the_fleet, n, passed), env)
+        codes = wait_members(procs)
+    finally:
+        _remove(the_fleet, len(members))
+    counts = scan(loading.load(ws, the_fleet.slug)).counts
+    ending = "complete" if counts.open == 0 and counts.blocked == 0 else (
+        "blocked" if counts.open == 0 else "unfinished"
+    )  # fmt: skip
+    events = [e for e in _events(ws, the_fleet.slug)]
+    integrated = sum(1 for e in events if e.get("event") == "integrated")
+    reopened = sum(1 for e in events if e.get("event") == "reopened")
+    _log(ws, "fleet-end", the_fleet.slug, ending=ending, members=codes)
+    say(
+        f"fleet on `{the_fleet.slug}`: {ending}; {integrated} steps integrated, "
+        f"{reopened} reopened, {counts.open} open; member exits {codes}"
+    )
+    if ending == "complete":
+        return 0
+    return next((code for code in codes if code), 1)
+
+
+def run_member(
+    ws: Workspace, root: Path, slug: str, host: str, n: int, into: str | None,
+    coordinate: str | None, ttl: float, drive: Callable[[Workspace], driver.Result],
+) -> int:  # fmt: skip
+    """One member process: its loop, with the host run by the driver for each leased step."""
+    main = Workspace(root)
+    branch = into or _git(root, "symbolic-ref", "--short", "HEAD").stdout.strip()
+    the_fleet = Fleet(root, main.canonical(slug), branch, host, coordinate, ttl)
+
+    def work(member: Workspace, lease: Lease) -> tuple[str, int]:
+        result = drive(member)
+        return result.ending, result.exit_code
+
+    timeout = load_config(main, os.environ).verify_timeout
+    return member_loop(the_fleet, ws, n, work, os.environ, timeout=timeout)
+
+
+def _remove(plan_: Fleet, agents: int) -> None:
+    for n in range(1, agents + 1):
+        _git(plan_.root, "worktree", "remove", "--force", str(plan_.worktree(n)), check=False)
+        _git(plan_.root, "branch", "-D", plan_.branch(n), check=False)
+    _git(plan_.root, "worktree", "prune", check=False)
+
+
+def _events(ws: Workspace, slug: str) -> list[dict[str, object]]:
+    found = []
+    for line in state.ledger_lines(ws.state):
+        with contextlib.suppress(ValueError):
+            record = state.loads(line)
+            if isinstance(record, dict) and record.get("slug") == slug:
+                found.append(record)
+    return found

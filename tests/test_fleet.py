@@ -10,8 +10,9 @@ import pytest
 
 from agentcfg.core.roadmap import parse_roadmap
 from agentcfg.errors import LeaseError, StepError
-from agentcfg.fleet import join, lease_step, read_membership, renew_due, require_lease
+from agentcfg.fleet import join, lease_step, renew_due, require_lease
 from agentcfg.leases import Store
+from agentcfg.membership import read_membership
 from agentcfg.workspace import Workspace
 from tests.test_leases import git, make_repo
 

@@ -9,10 +9,22 @@ from pathlib import Path
 
 import click
 
-from agentcfg import driver
+from agentcfg import driver, fleet_run
 from agentcfg.commands import clock, count, duration, emit_json, json_option, say, workspace
 from agentcfg.core import unattended
 from agentcfg.errors import AgentcfgError
+from agentcfg.leases import TTL
+
+
+def _passed_on(
+    until: str | None, window: str | None, max_restarts: int | None, max_wait: float | None
+) -> list[str]:
+    """The run options each fleet member gets as they were given."""
+    given = {"--until": until, "--window": window, "--max-restarts": max_restarts}
+    line = [
+        part for name, value in given.items() if value is not None for part in (name, str(value))
+    ]
+    return line + ([] if max_wait is None else ["--max-wait", f"{int(max_wait)}s"])
 
 
 @click.command("run", context_settings={"ignore_unknown_options": False})
@@ -36,6 +48,26 @@ from agentcfg.errors import AgentcfgError
     help="Each step in a new host session, seeded with a relay note (bounded context).",
 )
 @click.option("--force", is_flag=True, help="Take the roadmap over from another live session.")
+@click.option(
+    "--agents",
+    type=click.IntRange(min=1, max=64),
+    help="Run a fleet of this many agents, each in a git worktree of its own.",
+)
+@click.option(
+    "--into", metavar="BRANCH", help="With --agents: the fleet's branch (default: this one)."
+)
+@click.option(
+    "--coordinate",
+    metavar="REMOTE",
+    help="With --agents: share leases and the branch on this remote.",
+)
+@click.option(
+    "--lease-ttl",
+    callback=duration,
+    help="With --agents: a step lease's life unless renewed (15m).",
+)
+@click.option("--member", type=click.IntRange(min=1), hidden=True)
+@click.option("--fleet-root", type=click.Path(file_okay=False, path_type=Path), hidden=True)
 @json_option
 @click.argument("extra", nargs=-1, type=click.UNPROCESSED)
 def run(
@@ -47,6 +79,12 @@ def run(
     max_wait: float | None,
     fresh_per_step: bool,
     force: bool,
+    agents: int | None,
+    into: str | None,
+    coordinate: str | None,
+    lease_ttl: float | None,
+    member: int | None,
+    fleet_root: Path | None,
     as_json: bool,
     extra: tuple[str, ...],
 ) -> None:
@@ -74,9 +112,26 @@ def run(
         max_wait=unattended.LIMIT_WAIT if max_wait is None else max_wait,
     )
     ws = workspace()
-    request = driver.Request(slug, host, policy, extra, force, fresh_per_step)
+    if agents is None and member is None and (into or coordinate or lease_ttl):
+        raise click.UsageError("--into, --coordinate and --lease-ttl go with --agents")
+    request = driver.Request(slug, host, policy, extra, force or member is not None, fresh_per_step)
     ready = driver.prepare(ws, request, os.environ, Path.home())
     signal.signal(signal.SIGTERM, driver.on_sigterm)
+    if agents is not None:
+        options = _passed_on(until, window, max_restarts, max_wait)
+        options += ["--fresh-per-step"] if fresh_per_step else []
+        code = fleet_run.run_fleet(
+            ws, slug, host, agents, into, coordinate, lease_ttl or TTL, [*options, "--", *extra]
+        )
+        raise SystemExit(code)
+    if member is not None and fleet_root is not None:
+        shown = lambda line: say(f"[{member}] {line}", err=as_json)  # noqa: E731
+        raise SystemExit(
+            fleet_run.run_member(
+                ws, Path(fleet_root), slug, host, member, into, coordinate, lease_ttl or TTL,
+                lambda tree: driver.drive(tree, request, ready, os.environ, clock(), shown),
+            )
+        )  # fmt: skip
     result = driver.drive(
         ws, request, ready, os.environ, clock(), lambda line: say(line, err=as_json)
     )

@@ -1,0 +1,78 @@
+"""A fleet member's workspace: the step it leases, kept in state/fleet/<slug>.json.
+
+Read on every turn end of a fleet member, so the standard library and state only: the git
+work of leases loads when a lease is taken, renewed or checked.
+"""
+
+from __future__ import annotations
+
+from agentcfg import state
+from agentcfg.core.records import Record
+from agentcfg.core.times import iso, parse_iso
+from agentcfg.paths import FLEET
+from agentcfg.workspace import Workspace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+
+class Membership(Record):
+    """This workspace's place in a fleet on one roadmap: who it is, and the step it leases."""
+
+    slug: str
+    holder: str  # the member's own id, kept across the host sessions it starts
+    step: str
+    fence: int
+    ttl: float
+    expires: float  # as last taken or renewed: a turn end renews it once half the time is gone
+    coordinate: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "slug": self.slug,
+            "holder": self.holder,
+            "step": self.step,
+            "fence": self.fence,
+            "ttl": self.ttl,
+            "expires": iso(self.expires),
+            "coordinate": self.coordinate,
+        }
+
+    @property
+    def renewal_due(self) -> float:
+        """When a turn end renews the lease: once half its time is gone."""
+        return self.expires - self.ttl / 2
+
+
+def membership_path(ws: Workspace, slug: str) -> Path:
+    return ws.state / FLEET / f"{slug}.json"
+
+
+def read_membership(ws: Workspace, slug: str) -> Membership | None:
+    """This workspace's membership on the roadmap, or None (none, or not of a valid shape)."""
+    data = state.read_json(membership_path(ws, slug))
+    if not isinstance(data, dict):
+        return None
+    slug_, holder, step, fence = (data.get(k) for k in ("slug", "holder", "step", "fence"))
+    ttl, coordinate, expires = (
+        data.get("ttl"),
+        data.get("coordinate"),
+        parse_iso(data.get("expires")),
+    )
+    if not (isinstance(slug_, str) and isinstance(holder, str) and isinstance(step, str)):
+        return None
+    if type(fence) is not int or not isinstance(ttl, (int, float)) or not ttl > 0:
+        return None
+    if expires is None or (coordinate is not None and not isinstance(coordinate, str)):
+        return None
+    return Membership(slug_, holder, step, fence, float(ttl), expires, coordinate)
+
+
+def remember(ws: Workspace, member: Membership) -> None:
+    state.write_json(membership_path(ws, member.slug), member.to_json())
+
+
+def forget(ws: Workspace, slug: str) -> None:
+    state.remove(membership_path(ws, slug))
