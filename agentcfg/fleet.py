@@ -45,21 +45,6 @@ def require_lease(ws: Workspace, slug: str, step_id: str) -> None:
         )
 
 
-def renew_due(ws: Workspace, slug: str, now: float) -> bool | None:
-    """Renew this workspace's lease once half its time is gone: True renewed, False lost,
-    None nothing to do. Only a due renewal runs git, so most turn ends pay one small read."""
-    member = read_membership(ws, slug)
-    if member is None or now < member.renewal_due:
-        return None
-    store = Store(ws.root, member.coordinate)
-    lease = Lease(slug, member.step, member.holder, "", "", 0.0, member.expires, member.fence)
-    renewed = store.renew(lease, now=now, ttl=member.ttl)
-    if renewed is None:
-        return False
-    remember(ws, _membership(renewed, member.ttl, member.coordinate))
-    return True
-
-
 def join(
     ws: Workspace,
     slug: str,

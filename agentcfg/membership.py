@@ -76,3 +76,17 @@ def remember(ws: Workspace, member: Membership) -> None:
 
 def forget(ws: Workspace, slug: str) -> None:
     state.remove(membership_path(ws, slug))
+
+
+def renew(ws: Workspace, member: Membership, now: float) -> Membership | None:
+    """The membership with its lease renewed; None when the lease is no longer this member's.
+    Runs git, so a turn end calls it only once the renewal is due."""
+    from agentcfg.leases import Lease, Store
+
+    held = Lease(member.slug, member.step, member.holder, "", "", 0.0, member.expires, member.fence)
+    renewed = Store(ws.root, member.coordinate).renew(held, now=now, ttl=member.ttl)
+    if renewed is None:
+        return None
+    updated = member._replace(expires=renewed.expires)
+    remember(ws, updated)
+    return updated

@@ -10,9 +10,9 @@ import pytest
 
 from agentcfg.core.roadmap import parse_roadmap
 from agentcfg.errors import LeaseError, StepError
-from agentcfg.fleet import join, lease_step, renew_due, require_lease
+from agentcfg.fleet import join, lease_step, require_lease
 from agentcfg.leases import Store
-from agentcfg.membership import read_membership
+from agentcfg.membership import read_membership, renew
 from agentcfg.workspace import Workspace
 from tests.test_leases import git, make_repo
 
@@ -119,9 +119,10 @@ def test_a_member_closes_only_its_own_step_while_the_lease_is_its_own(ws: Path) 
 def test_a_turn_end_renews_the_lease_once_half_its_time_is_gone(ws: Path) -> None:
     (one,) = members(ws, 1)
     join(one, "demo", "auto", host="claude", coordinate=None, now=NOW, ttl=60)
-    assert renew_due(one, "demo", NOW + 29) is None  # not due: no git at all
-    assert renew_due(one, "demo", NOW + 31) is True
     member = read_membership(one, "demo")
-    assert member is not None and member.expires == NOW + 91
+    assert member is not None and member.renewal_due == NOW + 30
+    renewed = renew(one, member, NOW + 31)
+    assert renewed is not None and renewed.expires == NOW + 91
+    assert read_membership(one, "demo") == renewed
     Store.open(one.root).release("demo", "1.2", None, now=NOW + 80)  # a person frees it
-    assert renew_due(one, "demo", NOW + 80) is False
+    assert renew(one, renewed, NOW + 80) is None

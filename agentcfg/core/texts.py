@@ -109,6 +109,14 @@ def claim_lost(reason: str) -> str:
     )
 
 
+def lease_lost(slug: str, step: str) -> str:
+    """What a fleet member's agent gets when its step's lease expired and passed on."""
+    return (
+        f"run-continuation: the lease on step {step} of roadmap `{slug}` ran out and passed to "
+        "another member of the fleet; stop working on that step and end the turn."
+    )
+
+
 # What the person reads, through the host's own channel, when a run hands back, pauses or
 # halts: what stopped and how to go on. An event with no line here is not told.
 NOTES = {

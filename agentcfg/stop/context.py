@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
 
-from agentcfg import claims, controls, loading, state
+from agentcfg import claims, controls, loading, membership, state
 from agentcfg.config import Config
 from agentcfg.core import phrases
 from agentcfg.core.digest import sha256_hex
@@ -45,6 +45,7 @@ class HookContext:
         self.key = session_key(event.session_id)
         self.problem: str | None = None  # why a claimed roadmap could not be read
         self.lost: str | None = None  # why a pending claim this session showed did not bind
+        self.lease_lost: str | None = None  # the fleet step whose lease passed to another member
         # what the fire has read so far, for the ledger: logging must not start a parse
         self._scan: Scan | None = None
         self._turn: str = event.turn_id
@@ -79,6 +80,22 @@ class HookContext:
     def stop(self) -> controls.Stop | None:
         """A person's stop on the claimed roadmap (`agentcfg stop`); None when it runs."""
         return controls.read_stop(self.ws, self.claim.slug) if self.claim else None
+
+    @cached_property
+    def member(self) -> membership.Membership | None:
+        """This workspace's step lease in a fleet on the claimed roadmap (renewed here once
+        due), or None outside a fleet; a lease that passed to another member sets lease_lost."""
+        found = membership.read_membership(self.ws, self.claim.slug) if self.claim else None
+        if found is None or self.now < found.renewal_due:
+            return found
+        try:
+            renewed = membership.renew(self.ws, found, self.now)
+        except AgentcfgError as exc:  # git could not be asked: the lease runs as it was
+            self.log("error", reason=f"lease renewal: {exc}")
+            return found
+        if renewed is None:
+            self.lease_lost = found.step
+        return renewed
 
     @cached_property
     def roadmap(self) -> Roadmap | None:

@@ -84,3 +84,16 @@ def test_lease_options_need_step(ws: Path) -> None:
     assert (
         refused.exit_code == 2 and "--coordinate and --lease-ttl go with --step" in refused.output
     )
+
+
+def test_roadmap_done_in_a_members_workspace_closes_only_its_leased_step(ws: Path) -> None:
+    git_init(ws)
+    run_cli("sessions", "claim", "demo", "--session", "s-1", "--step", "auto")
+    other = run_cli("roadmap", "done", "demo", "1.3", "--no-verify")
+    assert other.exit_code == 1
+    assert "this workspace leases step 1.2 of `demo`; step 1.3 is for the member" in other.output
+    Store.open(ws).release("demo", "1.2", None, now=FUTURE)  # the lease passes on
+    Store.open(ws).take("demo", "1.2", "s-other", host="codex", now=FUTURE)
+    fenced = run_cli("roadmap", "done", "demo", "1.2", "--no-verify")
+    assert fenced.exit_code == 1 and "fence 1 is no longer current" in fenced.output
+    assert "- [ ] **1.2**" in (ws / "roadmaps" / "demo.md").read_text()

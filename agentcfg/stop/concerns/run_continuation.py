@@ -14,7 +14,7 @@ from agentcfg.config import ChainEntry
 from agentcfg.core import phrases
 from agentcfg.core.chain import RUN_CONTINUATION
 from agentcfg.core.ladder import Fire, RunState, decide
-from agentcfg.core.texts import claim_lost, continuation, note, stopped
+from agentcfg.core.texts import claim_lost, continuation, lease_lost, note, stopped
 from agentcfg.core.visible import visible
 from agentcfg.errors import StateError
 from agentcfg.stop.context import HookContext
@@ -39,6 +39,10 @@ class RunContinuation:
         roadmap = ctx.roadmap
         if roadmap is not None and not roadmap.autonomous:
             return ALLOW
+        member = ctx.member  # a fleet member works its leased step alone
+        if ctx.lease_lost is not None:
+            ctx.log("lease-lost", step=ctx.lease_lost)
+            return Verdict("warn", lease_lost(claim.slug, ctx.lease_lost), self.name)
         refused = self._refused_turn(ctx)
         message = ctx.final_message
         fire = Fire(
@@ -46,8 +50,10 @@ class RunContinuation:
             reply=ctx.reply_key,
             open_ids=None
             if roadmap is None
-            else frozenset(s.id for s in roadmap.steps if s.is_open),
-            blocked=scanned.counts.blocked if scanned else 0,
+            else frozenset(
+                s.id for s in roadmap.steps if s.is_open and (member is None or s.id == member.step)
+            ),
+            blocked=_blocked(ctx, scanned.counts.blocked if scanned else 0),
             now=ctx.now,
             deferred=refused == ctx.reply_key,
             # asking leave again after a refusal in this turn is a question: it hands back
@@ -94,16 +100,18 @@ class RunContinuation:
         if not decision.block:
             return self._told(ctx, claim, decision.event or "", after, usage)
         scanned = ctx.scan
+        upcoming = scanned.next if scanned else None
+        if ctx.member is not None and ctx.roadmap is not None:  # the leased step, never another
+            upcoming = next((s for s in ctx.roadmap.steps if s.id == ctx.member.step), None)
         if decision.event is not None:
-            step = {"step": scanned.next.id} if scanned and scanned.next else {}
+            step = {"step": upcoming.id} if upcoming else {}
             ctx.log(
                 "engage", iterations=after.iterations, reply=ctx.reply_key, tokens=usage, **step
             )
         counts = scanned.counts if scanned else None
         text = continuation(
             claim.slug, counts.open if counts else 0, counts.blocked if counts else 0,
-            scanned.next if scanned else None, after.iterations,
-            ctx.caps.max_iterations,
+            upcoming, after.iterations, ctx.caps.max_iterations,
         )  # fmt: skip
         return Verdict("block", text, self.name)
 
@@ -158,3 +166,10 @@ class RunContinuation:
             return None
         reply = marker.get("refused_reply")
         return reply if isinstance(reply, str) else None
+
+
+def _blocked(ctx: HookContext, count: int) -> int:
+    """Blocked steps the run answers for: a fleet member's, only its leased step."""
+    if ctx.member is None or ctx.roadmap is None:
+        return count
+    return sum(1 for s in ctx.roadmap.steps if s.id == ctx.member.step and s.blocked)

@@ -1,0 +1,68 @@
+"""The stop hook in a fleet member's workspace: the continuation names the leased step (never
+another open one), the run completes when that step is closed, a turn end renews the lease once
+due, and a lease that passed to another member is told, not worked on."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+from syrupy.assertion import SnapshotAssertion
+
+from agentcfg.leases import Store
+from agentcfg.membership import read_membership, remember
+from agentcfg.workspace import Workspace
+from tests.conftest import FIXTURES, SESSION, fire, fixture_payload, ledger, run_cli
+
+
+def member(ws: Path, step: str, ttl: str = "15m") -> Path:
+    subprocess.run(["git", "init", "-q", "-b", "main", str(ws)], check=True)
+    shutil.copy(FIXTURES / "transcript.jsonl", ws / "transcript.jsonl")
+    claimed = run_cli(
+        "sessions", "claim", "demo", "--session", SESSION, "--step", step, "--lease-ttl", ttl
+    )
+    assert claimed.exit_code == 0, claimed.output
+    return ws
+
+
+def test_the_continuation_names_the_leased_step_not_the_first_open_one(ws: Path) -> None:
+    member(ws, "2.1")
+    result = fire(ws, fixture_payload(1, ws))
+    assert result.returncode == 2
+    assert "Next step: **2.1**" in result.stderr and "**1.2**" not in result.stderr
+    assert [e.get("step") for e in ledger(ws) if e["event"] == "engage"] == ["2.1"]
+
+
+def test_the_members_run_is_complete_once_its_step_is_closed(ws: Path) -> None:
+    member(ws, "2.1")
+    assert run_cli("roadmap", "done", "demo", "2.1", "--no-verify").exit_code == 0
+    result = fire(ws, fixture_payload(1, ws))
+    assert result.returncode == 0
+    assert [e["event"] for e in ledger(ws) if e["event"] != "leased"][-1] == "complete"
+
+
+def test_a_due_renewal_happens_at_the_turn_end(ws: Path) -> None:
+    member(ws, "auto", ttl="2s")  # due at once: half of 2 s is gone by the fire
+    before = read_membership(Workspace(ws), "demo")
+    fire(ws, fixture_payload(1, ws))
+    after = read_membership(Workspace(ws), "demo")
+    assert before is not None and after is not None and after.expires > before.expires
+
+
+def test_a_lease_that_passed_on_is_told_and_the_step_left_alone(
+    ws: Path, snapshot: SnapshotAssertion
+) -> None:
+    member(ws, "1.2")
+    found = read_membership(Workspace(ws), "demo")
+    assert found is not None  # its renewal is due: the turn end asks git, and learns it lost
+    remember(Workspace(ws), found._replace(expires=found.expires - 3600))
+    store = Store.open(ws)
+    store.release("demo", "1.2", None, now=0.0)
+    assert store.take("demo", "1.2", "someone-else", host="codex", now=4_000_000_000.0)
+    result = fire(ws, fixture_payload(1, ws))
+    assert result.returncode == 0
+    assert [e["event"] for e in ledger(ws)][-1] == "lease-lost"
+    told = json.loads(result.stdout)["systemMessage"]
+    assert told == snapshot
