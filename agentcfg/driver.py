@@ -28,6 +28,7 @@ from agentcfg.core.times import iso
 from agentcfg.errors import AgentcfgError, ClaimError
 from agentcfg.hosts import registry
 from agentcfg.hosts.base import settings_hook
+from agentcfg.membership import read_membership
 from agentcfg.paths import LEDGER_NAME
 from agentcfg.workspace import Workspace
 
@@ -298,11 +299,15 @@ def _prompt(ws: Workspace, slug: str, current: _Session) -> str:
     roadmap = loading.load(ws, slug)
     found = scan(roadmap)
     run = _run_state(ws, current)
+    upcoming = found.next
+    member = read_membership(ws, slug)
+    if member is not None:  # a fleet member works the step it leases, never another
+        upcoming = next((s for s in roadmap.steps if s.id == member.step), upcoming)
     text = continuation(
         slug,
         found.counts.open,
         found.counts.blocked,
-        found.next,
+        upcoming,
         run.iterations if run else 0,
         _cap(ws, current),
     )

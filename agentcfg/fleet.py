@@ -56,6 +56,7 @@ def join(
     ttl: float = TTL,
     exclude: frozenset[str] = frozenset(),
     ledger: Workspace | None = None,
+    member: int | None = None,
 ) -> Lease:
     """Lease a step of the roadmap for this workspace's member (a new member when it has none
     yet), remember it in state/, and record `leased` (after `lease-expired` for a takeover) in
@@ -70,7 +71,11 @@ def join(
     )
     remember(ws, _membership(lease, ttl, coordinate))
     counts = scan(roadmap).counts
-    shared = {"open": counts.open, "blocked": counts.blocked, "step": lease.step, "host": host}
+    shared: dict[str, object] = {
+        "open": counts.open, "blocked": counts.blocked, "step": lease.step, "host": host,
+    }  # fmt: skip
+    if member is not None:
+        shared["member"] = member
     if lapsed is not None:
         record = state.event(
             "lease-expired", now, None, slug, holder=lapsed.holder, fence=lapsed.fence,

@@ -23,8 +23,8 @@ from agentcfg import driver, fleet, loading, state, trust
 from agentcfg.config import load_config
 from agentcfg.core.roadmap import scan
 from agentcfg.errors import AgentcfgError, IntegrationError, LeaseError
-from agentcfg.integrate import Integration, integrate
-from agentcfg.leases import TTL, Lease, Store
+from agentcfg.integrate import Integration, has_identity, integrate
+from agentcfg.leases import IDENTITY, TTL, Lease, Store
 from agentcfg.paths import LOCKS, STATE, WORKTREES
 from agentcfg.workspace import Workspace
 
@@ -57,6 +57,8 @@ class Fleet:
 
 def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_MERGE_AUTOEDIT": "no", "LC_ALL": "C"}
+    if args[0] == "commit" and not has_identity(cwd, env):
+        env.update(IDENTITY)
     result = subprocess.run(
         ["git", "-C", str(cwd), *args],
         capture_output=True,
@@ -167,6 +169,7 @@ def member_loop(
                 ttl=plan_.ttl,
                 exclude=_reopened_too_often(main, plan_.slug),
                 ledger=main,
+                member=n,
             )
         except LeaseError:
             sleep(POLL)  # every open step is another member's for now; leases run out
@@ -265,20 +268,10 @@ def _reopened_too_often(main: Workspace, slug: str) -> frozenset[str]:
 
 
 def _commit(member: Workspace, message: str) -> None:
-    _git(member.root, "add", "--all")  # state/ ignores itself
+    """Commit what the member's host made of its step (state/ ignores itself)."""
+    _git(member.root, "add", "--all")
     if _git(member.root, "diff", "--cached", "--quiet", check=False).returncode != 0:
-        _git(
-            member.root,
-            "-c",
-            "user.name=agentcfg",
-            "-c",
-            "user.email=agentcfg@localhost",
-            "commit",
-            "--quiet",
-            "--no-verify",
-            "-m",
-            message,
-        )
+        _git(member.root, "commit", "--quiet", "--no-verify", "-m", message)
 
 
 def _log(main: Workspace, event: str, slug: str, **fields: object) -> None:
@@ -355,6 +348,9 @@ def run_fleet(
              coordinate=coordinate)  # fmt: skip
         say(f"fleet of {agents} on `{the_fleet.slug}` into `{the_fleet.into}`")
         procs = start_members(the_fleet, members, lambda n: member_argv(the_fleet, n, passed), env)
+        for n, proc in enumerate(procs, 1):
+            _log(ws, "member-started", the_fleet.slug, member=n, pid=proc.pid,
+                 worktree=str(the_fleet.worktree(n)))  # fmt: skip
         codes = wait_members(procs)
     finally:
         _remove(the_fleet, len(members))

@@ -19,6 +19,7 @@ from pathlib import Path
 from agentcfg import loading, trust
 from agentcfg.core import ticks
 from agentcfg.errors import IntegrationError
+from agentcfg.leases import IDENTITY
 from agentcfg.paths import ROADMAPS
 from agentcfg.verify import find_step, run
 from agentcfg.workspace import Workspace
@@ -145,6 +146,8 @@ def _last_line(result: subprocess.CompletedProcess[str]) -> str:
 
 def _git(target: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_MERGE_AUTOEDIT": "no", "LC_ALL": "C"}
+    if args[0] in ("merge", "commit") and not has_identity(target, env):
+        env.update(IDENTITY)  # merge commits need a name: agentcfg's, where git has none
     try:
         result = subprocess.run(
             ["git", "-C", str(target), *args],
@@ -159,3 +162,12 @@ def _git(target: Path, *args: str, check: bool = True) -> subprocess.CompletedPr
     if check and result.returncode != 0:
         raise IntegrationError(f"git {args[0]} failed: {_last_line(result)}")
     return result
+
+
+def has_identity(target: Path, env: Mapping[str, str]) -> bool:
+    """Whether git knows a name to put on a commit made in `target`."""
+    asked = subprocess.run(
+        ["git", "-C", str(target), "var", "GIT_COMMITTER_IDENT"],
+        capture_output=True, env=env, timeout=GIT_TIMEOUT, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    return asked.returncode == 0

@@ -25,15 +25,14 @@ PREFIX = "refs/agentcfg/leases"
 TTL = 15 * 60.0
 GIT_TIMEOUT = 30.0
 RECORD_LIMIT = 4096
-# lease records are written by agentcfg itself, whatever identity the repository has (if any)
-GIT_ENV = {
-    "GIT_TERMINAL_PROMPT": "0",
-    "LC_ALL": "C",
+# the name on the commits agentcfg writes itself: lease records always, merges where git has none
+IDENTITY = {
     "GIT_AUTHOR_NAME": "agentcfg",
     "GIT_AUTHOR_EMAIL": "agentcfg@localhost",
     "GIT_COMMITTER_NAME": "agentcfg",
     "GIT_COMMITTER_EMAIL": "agentcfg@localhost",
 }
+GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **IDENTITY}
 # a ref name part git accepts as is: no leading dot, no "..", no ".lock" or "." at the end
 _PART = re.compile(r"(?!\.)(?!.*\.\.)(?!.*\.lock$)(?!.*\.$)[A-Za-z0-9._-]{1,200}")
 
