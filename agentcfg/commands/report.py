@@ -102,8 +102,32 @@ def render(data: dict[str, Any]) -> str:
         f" ({data['released']['inside_session']} from inside the claimed session)",
         f"  verified {data['verified']}, marked done {data['marked_done']}, errors {data['errors']}",
         *_money(data["tokens"]),
+        *_fleet(data["fleet"]),
     ]
     return "\n".join(out)
+
+
+def _fleet(fleet: dict[str, Any] | None) -> list[str]:
+    if fleet is None:
+        return []
+    lines = [
+        "",
+        "fleet",
+        f"  steps integrated       {fleet['integrated']:<6} reopened {fleet['reopened']} "
+        f"(conflicts {fleet['conflicts']}, failed re-verify {fleet['reverify_failed']})",
+        f"  leases taken           {fleet['leases']:<6} taken over after expiry {fleet['takeovers']}, "
+        f"lost {fleet['lost']}",
+    ]
+    for member, done in fleet["members"].items():
+        lines.append(
+            f"  member {member:<15} leased {done['leased']}, integrated {done['integrated']}, "
+            f"reopened {done['reopened']}"
+        )
+    for held in fleet["holding"]:
+        lines.append(
+            f"  holding now            `{held['slug']}` step {held['step']}: member {held['member']}"
+        )
+    return lines
 
 
 def _money(spent: dict[str, Any]) -> list[str]:

@@ -46,7 +46,32 @@ def render(data: dict[str, Any]) -> str:
         '<head><meta charset="utf-8"/><title>agentcfg report</title>'
         f"<style>{STYLE}</style></head>\n<body>\n<h1>What the continuations did and cost</h1>\n"
         f"<p>{plural(data['runs'], 'run')} from {plural(data['matched'], 'ledger event')}"
-        f"{shown}.</p>\n{_summary(data)}\n{runs}</body>\n</html>\n"
+        f"{shown}.</p>\n{_summary(data)}\n{_fleet(data.get('fleet'))}{runs}</body>\n</html>\n"
+    )
+
+
+def _fleet(fleet: dict[str, Any] | None) -> str:
+    """The fleet's figures, a row per member, and who holds which step as the ledger ends."""
+    if not fleet:
+        return ""
+    members = "".join(
+        _tr("", [("member", _text(member)), ("leased", _number(done["leased"])),
+                 ("integrated", _number(done["integrated"])),
+                 ("reopened", _number(done["reopened"]))])
+        for member, done in fleet["members"].items()
+    )  # fmt: skip
+    holding = ", ".join(
+        f"{_text(held['slug'])} {_text(held['step'])}: member {_text(held['member'])}"
+        for held in fleet["holding"]
+    )
+    return (
+        f"<h2>Fleet</h2>\n<p>{_number(fleet['integrated'])} steps integrated, "
+        f"{_number(fleet['reopened'])} reopened ({_number(fleet['conflicts'])} conflicts, "
+        f"{_number(fleet['reverify_failed'])} failed re-verify), "
+        f"{_number(fleet['takeovers'])} leases taken over after expiry.</p>\n"
+        '<table class="summary"><thead><tr><th>member</th><th>leased</th><th>integrated</th>'
+        f"<th>reopened</th></tr></thead><tbody>{members}</tbody></table>\n"
+        + (f"<p>Holding now: {holding}.</p>\n" if holding else "")
     )
 
 

@@ -130,6 +130,59 @@ class Run:
         }
 
 
+FLEET_EVENTS = frozenset({"leased", "lease-expired", "lease-lost", "integrated", "reopened"})
+
+
+@dataclass
+class Fleet:
+    """What the fleets in the ledger did: steps per member, integrations, takeovers, and who
+    holds which step as the ledger ends."""
+
+    members: dict[str, collections.Counter[str]] = field(default_factory=dict)
+    holding: dict[tuple[str, str], str] = field(default_factory=dict)  # (slug, step) -> member
+    counts: collections.Counter[str] = field(default_factory=collections.Counter)
+
+    def add(self, name: str, event: dict[str, Any]) -> None:
+        member, place = (
+            str(event.get("member", "?")),
+            (str(event.get("slug")), str(event.get("step"))),
+        )
+        self.counts[name] += 1
+        if name == "reopened":
+            self.counts[f"reopened-{event.get('reason')}"] += 1
+        self.members.setdefault(member, collections.Counter())[name] += 1
+        if name == "leased":
+            self.holding[place] = member
+        else:
+            self.holding.pop(place, None)
+
+    def to_json(self) -> dict[str, Any] | None:
+        if not self.counts:
+            return None
+        return {
+            "leases": self.counts["leased"],
+            "integrated": self.counts["integrated"],
+            "reopened": self.counts["reopened"],
+            "conflicts": self.counts["reopened-conflict"],
+            "reverify_failed": self.counts["reopened-reverify-failed"],
+            "takeovers": self.counts["lease-expired"],
+            "lost": self.counts["lease-lost"],
+            "members": {
+                member: {
+                    "leased": c["leased"],
+                    "integrated": c["integrated"],
+                    "reopened": c["reopened"],
+                }
+                for member, c in sorted(self.members.items())
+                if c["leased"]
+            },
+            "holding": [
+                {"slug": slug, "step": step, "member": member}
+                for (slug, step), member in sorted(self.holding.items())
+            ],
+        }
+
+
 @dataclass
 class Report:
     lines: int = 0
@@ -146,6 +199,7 @@ class Report:
     spending: Spending = field(default_factory=Spending)
     costliest_run: Run | None = None
     rows: list[Run] = field(default_factory=list)
+    fleet: Fleet = field(default_factory=Fleet)
 
     def to_json(self) -> dict[str, Any]:
         per = self.closed / self.engagements if self.engagements else None
@@ -182,6 +236,7 @@ class Report:
                 else {"run": self.costliest_run.run, "slug": self.costliest_run.slug},
             },
             "rows": [run.to_json() for run in self.rows],
+            "fleet": self.fleet.to_json(),
         }
 
 
@@ -220,6 +275,8 @@ def build(
             report.refusals[str(event.get("detector"))] += 1
         if name == "released" and event.get("inside_session") is True:
             report.released_inside += 1
+        if name in FLEET_EVENTS:
+            report.fleet.add(name, event)
         if not isinstance(key, str) or not isinstance(event_slug, str) or name in _NOT_RUN_EVENTS:
             continue
         ident = (key, event_slug)
