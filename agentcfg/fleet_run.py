@@ -22,6 +22,7 @@ from pathlib import Path
 from agentcfg import driver, fleet, loading, state, trust
 from agentcfg.config import load_config
 from agentcfg.core.roadmap import scan
+from agentcfg.core.unattended import EXIT_CODES
 from agentcfg.errors import AgentcfgError, IntegrationError, LeaseError
 from agentcfg.integrate import Integration, has_identity, integrate
 from agentcfg.leases import IDENTITY, TTL, Lease, Store
@@ -30,6 +31,7 @@ from agentcfg.workspace import Workspace
 
 INTEGRATION_LOCK_WAIT = 3600.0  # integrations queue behind each other, each runs a verify line
 REOPEN_LIMIT = 2  # a step reopened this often is left to a person
+LEFT_TO_A_PERSON = EXIT_CODES["handback-question"]  # only such steps are left: a person's turn
 POLL = 2.0  # seconds between looks while every open step is leased by another member
 PUBLISH_TRIES = 5
 
@@ -151,13 +153,18 @@ def member_loop(
     sleep: Callable[[float], None] = time.sleep,
 ) -> int:
     """One member's whole part: step after step until nothing is left open to the fleet.
-    Returns 0 when the fleet's roadmap has no open step, else the host run's exit code."""
+    Returns 0 when the fleet's roadmap has no open step, LEFT_TO_A_PERSON when the open steps
+    left were all reopened too often, else the host run's exit code."""
     main = Workspace(plan_.root)
     while True:
         sync(plan_, member, n)
-        found = scan(loading.load(member, plan_.slug))
-        if found.counts.open == 0:
+        roadmap = loading.load(member, plan_.slug)
+        still_open = {step.id for step in roadmap.steps if step.is_open}
+        if not still_open:
             return 0
+        excluded = _reopened_too_often(main, plan_.slug)
+        if still_open <= excluded:
+            return LEFT_TO_A_PERSON
         try:
             lease = fleet.join(
                 member,
@@ -167,7 +174,7 @@ def member_loop(
                 coordinate=plan_.coordinate,
                 now=time.time(),
                 ttl=plan_.ttl,
-                exclude=_reopened_too_often(main, plan_.slug),
+                exclude=excluded,
                 ledger=main,
                 member=n,
             )
@@ -366,9 +373,9 @@ def run_fleet(
         f"fleet on `{the_fleet.slug}`: {ending}; {integrated} steps integrated, "
         f"{reopened} reopened, {counts.open} open; member exits {codes}"
     )
-    if ending == "complete":
-        return 0
-    return next((code for code in codes if code), 1)
+    if ending != "unfinished":
+        return EXIT_CODES[ending]
+    return next((code for code in codes if code), LEFT_TO_A_PERSON)
 
 
 def run_member(

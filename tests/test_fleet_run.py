@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 from agentcfg import fleet, loading, trust
 from agentcfg.errors import AgentcfgError
 from agentcfg.fleet_run import Fleet, member_loop, plan, prepare_members
-from agentcfg.leases import Lease
+from agentcfg.leases import Lease, Store
 from agentcfg.verify import done
 from agentcfg.workspace import Workspace
 from tests.test_leases import git
@@ -122,7 +123,7 @@ def test_a_dead_members_step_is_taken_over_once_its_lease_runs_out(
         "auto",
         host="claude",
         coordinate=None,
-        now=__import__("time").time(),
+        now=time.time(),
         ttl=3,
         ledger=Workspace(root),
     )
@@ -162,3 +163,44 @@ def test_an_unknown_remote_or_no_repository_is_refused(tmp_path: Path) -> None:
     git(tmp_path, "init", "-q")
     with pytest.raises(AgentcfgError, match="`origin` is not a remote"):
         plan(tmp_path, "demo", "claude", None, "origin", 60)
+
+
+def test_a_step_that_fails_on_the_fleets_branch_is_reopened_then_left_to_a_person(
+    repo: tuple[Path, dict[str, str]],
+) -> None:
+    root, env = repo
+    (root / ".git" / "info" / "exclude").write_text("s3.txt\n")  # made, never committed
+    the_fleet = plan(root, "demo", "claude", None, None, 60)
+    members = prepare_members(the_fleet, 2, env)
+    worked: list[tuple[str, str]] = []
+    assert run_fleet(the_fleet, members, agent(env, worked), env) == [13, 13]
+    events = ledger(Workspace(root))
+    reopened = [e for e in events if e["event"] == "reopened"]
+    assert [(e["step"], e["reason"]) for e in reopened] == [("1.3", "reverify-failed")] * 2
+    assert git(root, "rev-parse", "--verify", reopened[0]["branch"])  # kept for a person
+    text = (root / "roadmaps" / "demo.md").read_text()
+    assert "- [ ] **1.3**" in text and text.count("- [x]") == STEPS - 1
+
+
+def test_a_member_whose_lease_passed_on_does_not_integrate(
+    repo: tuple[Path, dict[str, str]],
+) -> None:
+    root, env = repo
+    the_fleet = plan(root, "demo", "claude", None, None, 60)
+    (one,) = prepare_members(the_fleet, 1, env)
+    worked: list[tuple[str, str]] = []
+    honest = agent(env, worked)
+
+    def work(member: Workspace, lease: Lease) -> tuple[str, int]:
+        result = honest(member, lease)
+        if len(worked) == 1:  # meanwhile its lease ran out and another member took the step
+            store = Store.open(root)
+            store.release("demo", lease.step, None, now=time.time())
+            store.take("demo", lease.step, "someone-else", host="codex", now=time.time(), ttl=1)
+        return result
+
+    assert member_loop(the_fleet, one, 1, work, env, timeout=30, sleep=time.sleep) == 0
+    events = ledger(Workspace(root))
+    assert [e["step"] for e in events if e["event"] == "lease-lost"] == ["1.1"]
+    integrated = [e["step"] for e in events if e["event"] == "integrated"]
+    assert integrated.count("1.1") == 1 and len(integrated) == STEPS  # done again, fenced once
