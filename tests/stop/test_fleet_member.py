@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 from syrupy.assertion import SnapshotAssertion
@@ -44,11 +45,16 @@ def test_the_members_run_is_complete_once_its_step_is_closed(ws: Path) -> None:
 
 
 def test_a_due_renewal_happens_at_the_turn_end(ws: Path) -> None:
-    member(ws, "auto", ttl="2s")  # due at once: half of 2 s is gone by the fire
-    before = read_membership(Workspace(ws), "demo")
+    member(ws, "auto", ttl="20s")
+    found = read_membership(Workspace(ws), "demo")
+    assert found is not None
+    due = found._replace(expires=time.time() + 5)  # less than half of its 20 s left
+    remember(Workspace(ws), due)
     fire(ws, fixture_payload(1, ws))
     after = read_membership(Workspace(ws), "demo")
-    assert before is not None and after is not None and after.expires > before.expires
+    assert after is not None and after.expires >= due.expires + 10
+    _, lease = Store.open(ws).read("demo", found.step)
+    assert lease is not None and lease.expires == after.expires
 
 
 def test_a_lease_that_passed_on_is_told_and_the_step_left_alone(
