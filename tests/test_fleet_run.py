@@ -44,7 +44,7 @@ def agent(env: dict[str, str], worked: list[tuple[str, str]]) -> Any:
     """A member's host as a test plays it: make the step's file, close the step by its proof."""
 
     def work(member: Workspace, lease: Lease) -> tuple[str, int]:
-        worked.append((member.root.name, lease.step))
+        worked.append((str(member.root), lease.step))
         (member.root / f"s{lease.step.split('.')[1]}.txt").write_text(lease.step)
         fleet.require_lease(member, "demo", lease.step)
         assert done(member, "demo", lease.step, env).marked
@@ -106,7 +106,7 @@ def test_three_members_do_every_step_once_and_the_fleet_branch_proves_each(
             held[e["step"]] = e["holder"]
         elif e["event"] == "integrated":
             held.pop(e["step"])
-    assert {member.root.name for member in members} >= {name for name, _ in worked}
+    assert {str(member.root) for member in members} >= {name for name, _ in worked}
     assert git(root, "status", "--porcelain") == ""
 
 
@@ -204,3 +204,44 @@ def test_a_member_whose_lease_passed_on_does_not_integrate(
     assert [e["step"] for e in events if e["event"] == "lease-lost"] == ["1.1"]
     integrated = [e["step"] for e in events if e["event"] == "integrated"]
     assert integrated.count("1.1") == 1 and len(integrated) == STEPS  # done again, fenced once
+
+
+def test_two_machines_share_leases_and_the_branch_through_a_remote(
+    repo: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    root, env = repo
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "clone", "-q", "--bare", str(root), str(remote))
+    machines = []
+    for name in ("machine-a", "machine-b"):
+        clone = tmp_path / name
+        git(tmp_path, "clone", "-q", str(remote), str(clone))
+        ws = Workspace(clone)
+        trust.record(ws, "demo", loading.load(ws, "demo").steps, env, 0.0)
+        the_fleet = plan(clone, "demo", "claude", None, "origin", 60)
+        machines.append((the_fleet, prepare_members(the_fleet, 1, env)[0]))
+    worked: list[tuple[str, str]] = []
+    work = agent(env, worked)
+    codes: list[int] = []
+
+    def one(the_fleet: Fleet, member: Workspace) -> None:
+        codes.append(member_loop(the_fleet, member, 1, work, env, timeout=30,
+                                 sleep=lambda s: threading.Event().wait(0.2)))  # fmt: skip
+
+    threads = [threading.Thread(target=one, args=machine) for machine in machines]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=240)
+    assert codes == [0, 0]
+    assert sorted(step for _, step in worked) == [f"1.{n}" for n in range(1, STEPS + 1)]
+    git(tmp_path, "clone", "-q", str(remote), str(tmp_path / "check"))
+    text = (tmp_path / "check" / "roadmaps" / "demo.md").read_text()
+    assert text.count("- [x]") == STEPS
+    assert all((tmp_path / "check" / f"s{n}.txt").exists() for n in range(1, STEPS + 1))
+    assert {Path(name).parts[len(tmp_path.parts)] for name, _ in worked} == {
+        "machine-a",
+        "machine-b",
+    }  # both machines worked, on different steps
+    leases = git(tmp_path, "ls-remote", str(remote), "refs/agentcfg/leases/*")
+    assert leases.count("refs/agentcfg/leases/demo/") == STEPS
