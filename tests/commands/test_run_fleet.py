@@ -1,0 +1,85 @@
+"""`agentcfg run --agents N`: bad input is one line and a non-zero exit before anything starts,
+and nothing is left behind (no worktrees, no branches, no lease refs)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(root), "-c", "user.name=p", "-c", "user.email=p@example.invalid", *args],
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+
+
+@pytest.fixture
+def ready(ws: Path, tmp_path: Path) -> dict[str, str]:
+    """The workspace with the hook installed and a `claude` program that only logs its start."""
+    assert run_cli("hooks", "install", "--host", "claude", "--scope", "user").exit_code == 0
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    program = folder / "claude"
+    program.write_text('#!/bin/sh\necho started >> "$0.log"\n')
+    program.chmod(0o755)
+    return {"PATH": f"{folder}:/usr/bin:/bin"}
+
+
+def committed(ws: Path) -> None:
+    (ws / ".gitignore").write_text("state/\n")
+    git(ws, "init", "-q", "-b", "main")
+    git(ws, "add", ".")
+    git(ws, "commit", "-qm", "start")
+
+
+def left_behind(ws: Path, tmp_path: Path) -> list[str]:
+    found = [] if not (tmp_path / "bin" / "claude.log").exists() else ["a host started"]
+    if (ws / ".git").exists():
+        found += git(
+            ws, "for-each-ref", "--format=%(refname)", "refs/agentcfg", "refs/heads/agentcfg"
+        ).split()
+        found += git(ws, "worktree", "list").splitlines()[1:]
+    return found
+
+
+def test_zero_agents_is_a_usage_error(ws: Path, ready: dict[str, str]) -> None:
+    result = run_cli("run", "demo", "--host", "claude", "--agents", "0", env=ready)
+    assert result.exit_code == 2 and "Invalid value for '--agents'" in result.output
+
+
+@pytest.mark.parametrize(
+    ("setup", "args", "message"),
+    [
+        (lambda ws: None, [], "is not in a git repository: leases live in git refs"),
+        (committed, ["--coordinate", "origin"], "`origin` is not a remote of"),
+        (
+            lambda ws: (committed(ws), (ws / ".gitignore").write_text("state/\nmore/\n")),
+            [],
+            "the fleet's branch `main` has uncommitted changes: commit or stash them first",
+        ),
+        (
+            committed,
+            ["--into", "other"],
+            "--into other: check out `other` here first (now on `main`)",
+        ),
+    ],
+)
+def test_a_fleet_that_cannot_start_is_one_line_and_leaves_nothing(
+    ws: Path, tmp_path: Path, ready: dict[str, str], setup: object, args: list[str], message: str
+) -> None:
+    setup(ws)  # type: ignore[operator]
+    result = run_cli("run", "demo", "--host", "claude", "--agents", "2", *args, env=ready)
+    assert result.exit_code == 1, result.output
+    assert result.output.count("\n") == 1 and message in result.output
+    assert left_behind(ws, tmp_path) == []
+
+
+def test_fleet_options_need_agents(ws: Path, ready: dict[str, str]) -> None:
+    result = run_cli("run", "demo", "--host", "claude", "--coordinate", "origin", env=ready)
+    assert result.exit_code == 2
+    assert "--into, --coordinate and --lease-ttl go with --agents" in result.output
