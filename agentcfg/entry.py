@@ -11,6 +11,10 @@ def main(argv: list[str] | None = None) -> int:
         from agentcfg.stop.hook import main as hook_main
 
         return hook_main(args[2:])
+    if args[:2] == ["hook", "session-start"]:
+        from agentcfg.stop.session_start import main as session_start
+
+        return session_start(args[2:])
     for stream in (sys.stdout, sys.stderr):  # an encoding without some character never crashes
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:

@@ -1,4 +1,5 @@
-"""`agentcfg hook stop`: the command a host registers (the console script routes it directly)."""
+"""`agentcfg hook stop|session-start`: the commands a host registers (the console script
+routes them directly)."""
 
 from __future__ import annotations
 
@@ -19,3 +20,14 @@ def stop_command(host: str | None) -> None:
     from agentcfg.stop.hook import main
 
     raise SystemExit(main(["--host", host] if host else []))
+
+
+@hook.command("session-start")
+@click.option(
+    "--host", type=click.Choice(sorted(HOSTS)), required=True, help="The host sending the payload."
+)
+def session_start_command(host: str) -> None:
+    """Read one session-start payload on stdin; after a compaction, print the claimed step."""
+    from agentcfg.stop.session_start import main
+
+    raise SystemExit(main(["--host", host]))

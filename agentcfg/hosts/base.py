@@ -240,11 +240,22 @@ def read_json_file(path: Path) -> dict[str, Any] | None:
 
 
 def is_ours(command: object) -> bool:
-    """A hook command line that runs our stop hook (installed CLI, module or plugin shim)."""
+    """A hook command line that runs our stop or session-start hook (installed CLI, module or
+    plugin shim)."""
     if not isinstance(command, str):
         return False
     words = command.split()
-    return any(w.strip("\"'").endswith("agentcfg") for w in words) and "stop" in words
+    ours = any(w.strip("\"'").endswith("agentcfg") for w in words)
+    return ours and ("stop" in words or "session-start" in words)
+
+
+SESSION_START = "SessionStart"  # Claude Code's and Qwen Code's event, source `compact` after one
+
+
+def session_start_entry(stop_command: str) -> dict[str, Any]:
+    """Our `hook session-start` entry, beside the stop hook that runs `stop_command`."""
+    command = stop_command.replace(" hook stop ", " hook session-start ", 1)
+    return {"type": "command", "command": command, "timeout": HOOK_TIMEOUT}
 
 
 # The two shapes hosts give their hook lists. Grouped: {"hooks": {EVENT: [{"hooks": [entry]}]}}
@@ -360,3 +371,19 @@ def _remove(entries: list[Any], key: str, grouped: bool) -> bool:
         kept.append(group)
     entries[:] = kept
     return found
+
+
+def session_start_finding(host: Host, path: Path) -> list[Finding]:
+    """A warning when the file runs our stop hook but not our session-start one: after a
+    compaction the agent would not be told its step again."""
+    document = read_json_file(path) or {}
+    if not host.registered(document) or registered_commands(document, SESSION_START):
+        return []
+    return [
+        Finding(
+            "warning", host.NAME,
+            f"{path} has no session-start hook of ours: after a compaction the agent is not "
+            "told its step again",
+            f"agentcfg hooks install --host {host.NAME}",
+        )
+    ]  # fmt: skip

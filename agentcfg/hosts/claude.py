@@ -12,6 +12,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from pathlib import Path
+    from typing import Any
 
     from agentcfg.hosts.base import Finding, Plugin, Probe, StopEvent
     from agentcfg.transcript import Segment, Spent, Usage
@@ -48,15 +49,35 @@ def config_path(scope: str, root: Path, home: Path, env: Mapping[str, str]) -> P
 
 parse = defaults.parse
 render = defaults.render
-install = defaults.install
-uninstall = defaults.uninstall
 registered = defaults.registered
+
+
+def install(document: dict[str, Any], command: str) -> dict[str, Any]:
+    """Our Stop hook, and our SessionStart hook for the session's start after a compaction."""
+    from agentcfg.hosts.base import SESSION_START, install_hook, session_start_entry
+
+    result = defaults.install(document, command)
+    compact = {"matcher": "compact"}
+    return install_hook(result, SESSION_START, session_start_entry(command), group=compact)
+
+
+def uninstall(document: dict[str, Any]) -> dict[str, Any]:
+    from agentcfg.hosts.base import SESSION_START, uninstall_hook
+
+    return uninstall_hook(defaults.uninstall(document), SESSION_START)
 
 
 def checks(path: Path, root: Path, home: Path, env: Mapping[str, str]) -> list[Finding]:
     """Claude Code merges the user's, the project's and the local settings: none may switch
     hooks off, and two different commands of ours would both run at every stop."""
-    from agentcfg.hosts.base import Finding, read_json_file, registered_commands
+    import sys
+
+    from agentcfg.hosts.base import (
+        Finding,
+        read_json_file,
+        registered_commands,
+        session_start_finding,
+    )
 
     files = (
         config_path("user", root, home, env),
@@ -72,6 +93,7 @@ def checks(path: Path, root: Path, home: Path, env: Mapping[str, str]) -> list[F
                 "error", NAME, f"{settings} switches every hook off (disableAllHooks: true)",
                 f"remove `disableAllHooks` from {settings}",
             ))  # fmt: skip
+    found += session_start_finding(sys.modules[__name__], path)
     if len(commands) > 1:
         found.append(Finding(
             "warning", NAME, f"the merged settings run {len(commands)} different stop hooks of ours",
@@ -190,14 +212,36 @@ headless = defaults.print_headless
 
 
 def limit_reset(output: str, now: float) -> float | None:
-    """Claude Code waits out a short announced reset inside the process; a longer one ends it at
-    once with exit 1 and `API Error: Request rejected (429) · ...`, and a plan's usage limit
-    with `usage limit reached|<epoch of the reset>`."""
+    """The reset Claude Code announced when it ended on a usage or rate limit, else None.
+
+    In stream-json (`--output-format stream-json --verbose`) a `rate_limit_event` whose status
+    is `rejected` carries the exact `resetsAt`, and the failed reply repeats it in
+    `api_error_params`. In text and `json` output a subscription's limit reads `You've hit your
+    5-hour limit · resets 8:51am (UTC)` (a date before the time when the reset is over a day
+    away), and an API key's rate limit `API Error: Request rejected (429) · <message>`, with no
+    reset at all (then `now`).
+    """
     import re
 
-    told = re.search(r"usage limit reached\|([0-9]{9,11})\b", output, re.IGNORECASE)
-    if told:
-        return float(told.group(1))
-    if re.search(r"API Error: [^\n]*\(429\)|rate_limit_error|usage limit reached", output):
+    from agentcfg.hosts.limits import clock_time, epoch, json_records, tail, zone
+
+    rejected, failed = None, False
+    for record in json_records(output):
+        info = record.get("rate_limit_info")
+        params = record.get("api_error_params")
+        if isinstance(params, dict):
+            info = params.get("rate_limit_info", info)
+        if isinstance(info, dict) and info.get("status") == "rejected":
+            rejected = epoch(info.get("resetsAt")) or rejected
+        if record.get("type") == "result":
+            failed = record.get("api_error_status") == 429 or record.get("error") == "rate_limit"
+            output = str(record.get("result", ""))  # the text of the ending, as `-p` prints it
+    if failed and rejected:
+        return rejected
+    last = tail(output, 3)
+    told = re.search(r" · resets (?P<when>[^·\n]+?) \((?P<zone>[^)\n]+)\)", last)
+    if told and re.search(r"limit|out of usage", last[: told.start()], re.IGNORECASE):
+        return clock_time(told["when"], now, zone(told["zone"]))
+    if re.search(r"API Error: (?:Request rejected \()?429\b", last) or failed:
         return now
     return None

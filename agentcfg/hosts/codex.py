@@ -342,9 +342,22 @@ def headless(
 
 
 def limit_reset(output: str, now: float) -> float | None:
-    """Codex retries a 429 itself a few times, then ends with the status in its error."""
+    """The reset Codex announced when it ended on a usage or rate limit, else None.
+
+    A plan's usage limit (`usage_limit_reached`) ends `codex exec` at once with exit 1 and
+    `You’ve hit your usage limit. ... try again at 9:04 AM.` (local time; a date first, as in
+    `Dec 3rd, 2026 4:32 PM`, when the reset is on another day), on stderr as `ERROR: ...` or in
+    the `turn.failed` event under `--json`. An API rate limit is retried after each
+    `retry-after` (5 retries), then ends with `exceeded retry limit, last status: 429 Too Many
+    Requests`, with no reset (then `now`).
+    """
     import re
 
-    if re.search(r"429|usage limit|rate limit", output, re.IGNORECASE):
+    from agentcfg.hosts.limits import clock_time
+
+    told = re.search(r"hit your usage limit\b[^\n]*?try again at ([^\n\"]+)", output)
+    if told:
+        return clock_time(told[1], now) or now
+    if re.search(r"hit your usage limit|last status: 429\b", output):
         return now
     return None

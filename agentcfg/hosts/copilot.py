@@ -187,4 +187,14 @@ NAMES_SESSION = True  # `--session-id <id>` names a new session; `--resume <id>`
 headless = defaults.print_headless
 
 
-limit_reset = defaults.limit_reset
+def limit_reset(output: str, now: float) -> float | None:
+    """The reset Copilot CLI announced when it ended on a rate limit, else None.
+
+    A 429 from the model ends `copilot -p` with exit 1 and `429 <the provider's message>` on
+    stderr; it tells no reset (then `now`).
+    """
+    import re
+
+    from agentcfg.hosts.limits import tail
+
+    return now if re.search(r"^\s*429\b", tail(output, 12), re.MULTILINE) else None

@@ -290,9 +290,20 @@ headless = defaults.print_headless
 
 
 def limit_reset(output: str, now: float) -> float | None:
-    """Gemini CLI retries a 429 with backoff, then ends with the quota error in its output."""
+    """The reset Gemini CLI announced when it ended on a quota or rate limit, else None.
+
+    Gemini waits out a `RESOURCE_EXHAUSTED` whose `RetryInfo.retryDelay` is 300 s or less; a
+    longer one (or a daily quota, which tells no delay) ends `gemini -p` with exit 1 and a
+    `TerminalQuotaError` on stderr: `Suggested retry after 301s.` and `retryDelayMs: 301000`.
+    """
     import re
 
-    if re.search(r"\b429\b|RESOURCE_EXHAUSTED|quota", output, re.IGNORECASE):
-        return now
-    return None
+    from agentcfg.hosts.limits import after
+
+    if not re.search(r"TerminalQuotaError|RetryableQuotaError|exhausted your daily quota", output):
+        return None
+    told = re.search(r"retryDelayMs: (\d+)", output)
+    if told:
+        return after(now, str(int(told[1]) / 1000))
+    told = re.search(r"Suggested retry after (\d+(?:\.\d+)?)s\b", output)
+    return after(now, told[1]) if told else now

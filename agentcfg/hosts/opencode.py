@@ -178,4 +178,36 @@ usage_since = defaults.usage_since  # OpenCode keeps its messages in a database
 BINARY = "opencode"
 NAMES_SESSION = False
 headless = defaults.headless
-limit_reset = defaults.limit_reset
+
+
+def limit_reset(output: str, now: float, messages: str = "") -> float | None:
+    """The reset OpenCode's provider announced when the session ended on a rate limit, else
+    None. `messages`: the session's messages as `GET /session/<id>/message` returns them.
+
+    OpenCode retries a 429 inside the server, honouring `retry-after` (300 s waited), and when
+    it gives up `opencode run --attach` exits 0 with nothing printed: the error is only on the
+    session's last assistant message, `info.error` = `{"name": "APIError", "data":
+    {"statusCode": 429, "responseHeaders": {"retry-after": ..., "date": ...}, ...}}`.
+    """
+    import json
+
+    from agentcfg.hosts.limits import after, epoch
+
+    try:
+        found = json.loads(messages) if messages else []
+    except ValueError:
+        return None
+    infos = [m.get("info") for m in found if isinstance(m, dict)] if isinstance(found, list) else []
+    replies = [i for i in infos if isinstance(i, dict) and i.get("role") == "assistant"]
+    error = replies[-1].get("error") if replies else None
+    data = error.get("data") if isinstance(error, dict) else None
+    if not isinstance(data, dict) or data.get("statusCode") != 429:
+        return None
+    headers = data.get("responseHeaders")
+    wait = headers.get("retry-after") if isinstance(headers, dict) else None
+    times = replies[-1].get("time")
+    ended = epoch(times.get("completed")) if isinstance(times, dict) else None
+    try:
+        return after(ended or now, str(float(wait))) if wait is not None else now
+    except ValueError:
+        return now

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from agentcfg.hosts.base import Probe, StopEvent
+    from agentcfg.hosts.base import Finding, Probe, StopEvent
 
 NAME = "qwen"
 TITLE = "Qwen Code"
@@ -59,10 +59,17 @@ render = defaults.render
 
 
 def install(document: dict[str, Any], command: str) -> dict[str, Any]:
-    """Our Stop hook, and the block cap raised to Qwen's ceiling unless the file sets one."""
-    from agentcfg.hosts.base import HostFileError
+    """Our Stop hook, our SessionStart hook (it answers the start after a compaction), and
+    the block cap raised to Qwen's ceiling unless the file sets one."""
+    from agentcfg.hosts.base import (
+        SESSION_START,
+        HostFileError,
+        install_hook,
+        session_start_entry,
+    )
 
     result = defaults.install(document, command)
+    result = install_hook(result, SESSION_START, session_start_entry(command), group={})
     env = result.get("env", {})
     if not isinstance(env, dict):
         raise HostFileError("its `env` is not an object")
@@ -73,7 +80,9 @@ def install(document: dict[str, Any], command: str) -> dict[str, Any]:
 
 def uninstall(document: dict[str, Any]) -> dict[str, Any]:
     """Without our hook, nor the cap install set (a cap of another value is the person's)."""
-    result = defaults.uninstall(document)
+    from agentcfg.hosts.base import SESSION_START, uninstall_hook
+
+    result = uninstall_hook(defaults.uninstall(document), SESSION_START)
     env = result.get("env")
     if isinstance(env, dict) and env.get(CAP_ENV) == str(MAX_CAP):
         del env[CAP_ENV]
@@ -83,7 +92,14 @@ def uninstall(document: dict[str, Any]) -> dict[str, Any]:
 
 
 registered = defaults.registered
-checks = defaults.checks
+
+
+def checks(path: Path, root: Path, home: Path, env: Mapping[str, str]) -> list[Finding]:
+    import sys
+
+    from agentcfg.hosts.base import session_start_finding
+
+    return session_start_finding(sys.modules[__name__], path)
 
 
 def probe(cwd: str) -> Probe:
@@ -151,4 +167,16 @@ def headless(prompt: str, session: str | None, resume: bool, extra: Sequence[str
     return [prompt, *named, *extra]
 
 
-limit_reset = defaults.limit_reset
+def limit_reset(output: str, now: float) -> float | None:
+    """The reset Qwen Code announced when it ended on a rate limit, else None.
+
+    Qwen waits a 429 out inside the process: after its client's own quick retries it prints
+    `Retrying in 60s (attempt 1/10): [API Error: 429 ...]` and doubles the wait each attempt;
+    only when the attempts are spent does it end on the error, which tells no reset (`now`).
+    """
+
+    from agentcfg.hosts.limits import tail
+
+    last = tail(output, 3)
+    ended = [line for line in last.splitlines() if "API Error: 429" in line]
+    return now if ended and not any("Retrying in" in line for line in ended) else None

@@ -82,6 +82,7 @@ def test_install_creates_and_uninstall_removes(
     command = install.hook_command(host)
     words = json.dumps(shlex.split(command))  # how the OpenCode plugin holds it
     shown = result.output.replace(command, "<command>").replace(words, "<words>")
+    shown = shown.replace(command.replace(" stop ", " session-start "), "<session-start>")
     shown = re.sub(r"sha256:[0-9a-f]{64}", "sha256:<hash of the command>", shown)
     assert shown.replace(str(ws.parent), "<tmp>") == snapshot
     assert config(ws, host).exists()
