@@ -218,7 +218,7 @@ def limit_reset(output: str, now: float) -> float | None:
     is `rejected` carries the exact `resetsAt`, and the failed reply repeats it in
     `api_error_params`. In text and `json` output a subscription's limit reads `You've hit your
     5-hour limit · resets 8:51am (UTC)` (a date before the time when the reset is over a day
-    away), and an API key's rate limit `API Error: Request rejected (429) · <message>`, with no
+    away; earlier releases printed `Claude AI usage limit reached|<epoch>`), and an API key's rate limit `API Error: Request rejected (429) · <message>`, with no
     reset at all (then `now`).
     """
     import re
@@ -239,6 +239,9 @@ def limit_reset(output: str, now: float) -> float | None:
     if failed and rejected:
         return rejected
     last = tail(output, 3)
+    older = re.search(r"usage limit reached\|(\d+)", last)  # what earlier releases printed
+    if older:
+        return epoch(int(older[1]))
     told = re.search(r" · resets (?P<when>[^·\n]+?) \((?P<zone>[^)\n]+)\)", last)
     if told and re.search(r"limit|out of usage", last[: told.start()], re.IGNORECASE):
         return clock_time(told["when"], now, zone(told["zone"]))
