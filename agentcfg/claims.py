@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from agentcfg import state
+from agentcfg import contract, state
 from agentcfg.core.ladder import RunState, clamp
 from agentcfg.core.records import Record
 from agentcfg.core.times import format_duration, iso, parse_iso
@@ -19,6 +19,8 @@ from agentcfg.workspace import Workspace
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for every import
     from typing import Any
+
+    from agentcfg.core.roadmap import Roadmap
 
 PEER_WINDOW = 4 * 3600.0
 PENDING_WINDOW = 3600.0  # a pending claim no turn end has adopted within an hour is dropped
@@ -181,12 +183,15 @@ def claim(
     slug = ws.canonical(slug)  # the roadmap must exist; an alias claims the file it names
     max_iterations, wall_clock, cut = clamp_budget(max_iterations, wall_clock)
     new = Claim(slug, session_id, now, max_iterations, wall_clock, max_tokens)
+    roadmap = _readable(ws, slug)  # parsed before the lock: the lock is held briefly
     with state.locked(claims_dir(ws) / ".lock"):
         peers = _live_peers(ws, slug, session_id, now, force)
         replaced = read_claim(ws, new.key)
         run = run_path(ws, new.key, slug)
         with state.locked(run.with_suffix(".lock")):
             state.write_json(run, RunState.fresh(now).to_json())
+            if roadmap is not None:  # without one, the run halts as gone or unreadable
+                contract.start(ws, new.key, slug, roadmap, now)
         state.write_json(claim_path(ws, new.key), new.to_json())
         for peer in peers:
             _drop(ws, peer)
@@ -205,6 +210,15 @@ def claim(
     )
     state.append_ledger(ws.state, claimed)
     return ClaimResult(new, replaced, tuple(peers), cut)
+
+
+def _readable(ws: Workspace, slug: str) -> Roadmap | None:
+    from agentcfg import loading
+
+    try:
+        return loading.load(ws, slug)
+    except RoadmapError:
+        return None
 
 
 def clamp_budget(

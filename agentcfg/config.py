@@ -27,6 +27,7 @@ DETECTORS = (
     "deference",
     "unproven-step",
     "self-exit",
+    "contract-change",
 )
 ON = ("1", "true", "yes", "on")
 OFF = ("0", "false", "no", "off", "")

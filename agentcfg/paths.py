@@ -31,6 +31,8 @@ CACHE = "cache"  # state/cache/<kind>-<name>.json: parses kept by the file they 
 LOCKS = "locks"  # state/locks/roadmap-<slug>.lock: one writer of a roadmap file at a time
 FLEET = "fleet"  # state/fleet/<slug>.json: this workspace's step lease in a fleet
 WORKTREES = "worktrees"  # state/worktrees/<slug>/<n>/: the worktrees of `run --agents`
+CONTRACTS = "contracts"  # state/contracts/<key>-<slug>.json: the contract of one run
+RECEIPTS = "receipts"  # state/receipts/<slug>.json: the receipts of a roadmap's steps
 # a person's own state, outside any workspace (see user_state)
 TRUST_STORE = "trust.json"  # the verify lines a person trusted
 ERROR_LOG = "error.log"  # the traceback of the CLI's last unexpected error

@@ -188,9 +188,9 @@ def notify_trusted(ws: Workspace, command: Sequence[str], env: Mapping[str, str]
 
 
 def require(ws: Workspace, slug: str, steps: Sequence[Step], env: Mapping[str, str]) -> None:
-    """UntrustedError unless a person trusted every verify line of `steps` as it now reads."""
+    """UntrustedError unless a person trusted every verify line of `steps` as it now reads,
+    each for its own step: a line trusted for one step is not trusted for another."""
     known = trusted_lines(ws, slug, env)
-    hashes = set(known.values())
     refused = [
         {
             "step": step.id,
@@ -198,7 +198,7 @@ def require(ws: Workspace, slug: str, steps: Sequence[Step], env: Mapping[str, s
             "reason": "changed" if step.id in known else "untrusted",
         }
         for step in steps
-        if step.verify and digest(step.verify) not in hashes
+        if step.verify and known.get(step.id) != digest(step.verify)
     ]
     if refused:
         raise UntrustedError(slug, refused)

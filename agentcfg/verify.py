@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import hashlib
 import os
 import re
 import signal
@@ -38,6 +39,7 @@ class VerifyResult:
     exit_code: int | None  # None when it ran out of time
     duration: float
     tail: tuple[str, ...]
+    output: str = ""  # sha256 of everything it printed
 
     @property
     def passed(self) -> bool:
@@ -89,6 +91,7 @@ def run(
     """Run the step's verify line in a shell from `cwd`, streaming each line to `echo`."""
     command = require_verify(step)
     tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
+    printed = hashlib.sha256()
     started = time.monotonic()
     proc = subprocess.Popen(
         command,
@@ -103,6 +106,7 @@ def run(
 
     def read() -> None:
         for raw in proc.stdout or ():
+            printed.update(raw)
             line = raw.decode("utf-8", "replace").rstrip("\n")
             with held:
                 tail.append(line)
@@ -122,7 +126,7 @@ def run(
     reader.join(OUTPUT_GRACE)
     duration = time.monotonic() - started
     with held:
-        return VerifyResult(step.id, command, code, duration, tuple(tail))
+        return VerifyResult(step.id, command, code, duration, tuple(tail), printed.hexdigest())
 
 
 def log(
@@ -204,20 +208,73 @@ def prove(
     env: Mapping[str, str],
     echo: Echo | None = None,
 ) -> VerifyResult:
-    """Run one step's verify line; record the `verified` event and, when it passes, the proof."""
+    """Run one step's verify line; record the `verified` event and, when it passes, the proof
+    and the step's receipt."""
     from agentcfg import proofs
     from agentcfg.config import load_config
 
     result = run(step, ws.root, load_config(ws, env).verify_timeout, echo)
-    moment = time.time()
-    log(
-        ws, "verified", slug, roadmap, env, moment,
-        step=step.id, exit_code=result.exit_code, duration=round(result.duration, 3),
-        passed=result.passed,
-    )  # fmt: skip
+    receipt(ws, slug, roadmap, step, env, result)
     if result.passed:
-        proofs.record(ws, slug, step.id, result.command, moment)
+        proofs.record(ws, slug, step.id, result.command, time.time())
     return result
+
+
+def receipt(
+    ws: Workspace,
+    slug: str,
+    roadmap: Roadmap,
+    step: Step,
+    env: Mapping[str, str],
+    result: VerifyResult | None,
+) -> None:
+    """The `verified` event of a verify run (`result`), or of a step with no verify line to
+    run; a passing one is also the step's receipt, which closes it in the run's contract."""
+    from agentcfg import contract
+    from agentcfg.core.contract import command_hash, text_hash
+    from agentcfg.core.times import iso_ms
+
+    moment = time.time()
+    fields: dict[str, object] = {
+        "step": step.id,
+        "text": text_hash(step.text),
+        "command": command_hash(result.command if result else None),
+        "exit_code": result.exit_code if result else None,
+        "duration": round(result.duration, 3) if result else 0.0,
+        "output": result.output if result else None,
+        **git_facts(ws.root),
+    }
+    passed = result is None or result.passed
+    log(ws, "verified", slug, roadmap, env, moment, **fields, passed=passed)
+    if passed:
+        contract.add_receipt(ws, slug, {**fields, "at": iso_ms(moment)})
+
+
+GIT_TIMEOUT = 10.0
+
+
+def git_facts(root: Path) -> dict[str, object]:
+    """The commit the workspace is at and whether its tree differs from it (untracked files
+    count); both None outside a git repository, `head` None before the first commit."""
+
+    def git(*args: str) -> subprocess.CompletedProcess[str] | None:
+        try:
+            return subprocess.run(
+                ["git", *args], cwd=root, capture_output=True, text=True,
+                timeout=GIT_TIMEOUT, stdin=subprocess.DEVNULL, check=False,
+            )  # fmt: skip
+        except (OSError, subprocess.SubprocessError):
+            return None
+
+    inside = git("rev-parse", "--is-inside-work-tree")
+    if inside is None or inside.returncode != 0 or inside.stdout.strip() != "true":
+        return {"head": None, "dirty": None}
+    head = git("rev-parse", "--verify", "--quiet", "HEAD")
+    status = git("status", "--porcelain")
+    return {
+        "head": head.stdout.strip() or None if head and head.returncode == 0 else None,
+        "dirty": None if status is None or status.returncode != 0 else bool(status.stdout.strip()),
+    }
 
 
 def verify_steps(
@@ -242,37 +299,91 @@ def verify_steps(
 
 @dataclass(frozen=True)
 class Done:
-    """What `roadmap done` did: the step, its verify run, and whether the box was ticked."""
+    """What `roadmap done` did: the step, its verify run, whether the box was ticked, and
+    whether the step now has a receipt."""
 
     step: Step
     result: VerifyResult | None  # None with --no-verify
     marked: bool
+    proven: bool = False
+    already: bool = False  # the box was ticked before (by hand, or with --no-verify)
 
 
 def done(
     ws: Workspace, slug: str, query: str, env: Mapping[str, str], no_verify: bool = False
 ) -> Done:
-    """`roadmap done`: run the step's verify line; when it passes, tick exactly its box.
+    """`roadmap done`: run the step's verify line; when it passes, tick exactly its box and
+    record the step's receipt.
 
-    A failing verify line leaves the box open (`marked` False).
+    A failing verify line leaves the box open (`marked` False). A box ticked without a
+    receipt gets one the same way. `--no-verify` ticks a step with a verify line unproven;
+    a step with none has nothing to run, and its receipt says so.
     """
     slug = ws.canonical(slug)
     roadmap = loading.load(ws, slug)
     step = find_step(roadmap, query)
-    check_markable(step)
+    already = step.mark == "done"
+    if already and no_verify and step.verify:
+        raise StepError(f"step {step.name} is done already; only its verify line can prove it")
+    if not already:
+        check_markable(step)
     result = None
-    if not no_verify:
-        require_verify(step, "pass --no-verify to mark it anyway")
+    if step.verify and not no_verify:
         trust.require(ws, slug, [step], env)
         result = prove(ws, slug, roadmap, step, env)
         if not result.passed:
-            return Done(step, result, marked=False)
-    mark_done(ws, slug, step.id, None if result is None else result.command)
-    log(
-        ws, "marked-done", slug, loading.load(ws, slug), env, time.time(),
-        step=step.id, verified=not no_verify,
-    )  # fmt: skip
-    return Done(step, result, marked=True)
+            return Done(step, result, marked=False, already=already)
+    elif not step.verify:
+        if not no_verify:
+            require_verify(step, "pass --no-verify to mark it anyway")
+        receipt(ws, slug, roadmap, step, env, None)
+    if not already:
+        mark_done(ws, slug, step.id, None if result is None else result.command)
+        log(
+            ws, "marked-done", slug, loading.load(ws, slug), env, time.time(),
+            step=step.id, verified=not no_verify,
+        )  # fmt: skip
+    return Done(step, result, marked=not already, proven=not step.verify or not no_verify,
+                already=already)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class TrustPlan:
+    """What `roadmap trust` shows before the person says yes."""
+
+    slug: str
+    roadmap: Roadmap
+    steps: list[Step]  # the steps with a verify line
+    changes: list[str]  # the contract changes since the runs on this roadmap began
+
+
+def plan_trust(ws: Workspace, slug: str, env: Mapping[str, str], now: float) -> TrustPlan:
+    """The verify lines and the contract changes `roadmap trust` shows; ClaimError when run
+    from inside a session that holds a claim on the roadmap (only a person accepts)."""
+    from agentcfg import claims, contract
+    from agentcfg.core.contract import judge
+    from agentcfg.hosts.registry import session_env
+
+    slug = ws.canonical(slug)
+    for name in claims.session_names(session_env()):
+        session = env.get(name)
+        held = claims.read_claim(ws, claims.session_key(session)) if session else None
+        if held is not None and held.slug == slug:
+            raise ClaimError(
+                f"`roadmap trust` is the person's command: this shell's ${name} is session "
+                f"{session}, which holds the claim on `{slug}`; run it from your own terminal"
+            )
+    roadmap = loading.load(ws, slug)
+    receipts = contract.read_receipts(ws, slug)
+    changes: dict[str, None] = {}
+    for key, _path in contract.records(ws, slug):
+        found, problem = contract.read(ws, key, slug)
+        if found is None:
+            changes[f"the contract record {contract.shown(ws, key, slug)} is {problem}"] = None
+            continue
+        for change in judge(found, roadmap, receipts, now).changes:
+            changes[change.describe()] = None
+    return TrustPlan(slug, roadmap, [s for s in roadmap.steps if s.verify], list(changes))
 
 
 def trust_notify(ws: Workspace, env: Mapping[str, str], now: float) -> tuple[str, ...]:
@@ -286,15 +397,20 @@ def trust_notify(ws: Workspace, env: Mapping[str, str], now: float) -> tuple[str
 
 
 def trust_roadmap(
-    ws: Workspace, slug: str, env: Mapping[str, str], now: float
-) -> tuple[str, list[Step], Path]:
-    """`roadmap trust`: record every verify line of the roadmap as trusted by this person.
+    ws: Workspace, plan: TrustPlan, env: Mapping[str, str], now: float
+) -> tuple[Path, int]:
+    """`roadmap trust`: trust every verify line of the roadmap (each for its own step) and
+    accept the roadmap as the contract of every live run on it.
 
-    Returns the roadmap's slug, its steps that have a verify line, and the store's path.
+    Returns the store's path and how many runs were re-baselined.
     """
-    slug = ws.canonical(slug)
-    roadmap = loading.load(ws, slug)
-    steps = [step for step in roadmap.steps if step.verify]
-    store = trust.record(ws, slug, steps, env, now)
-    log(ws, "trusted", slug, roadmap, env, now, steps=[step.id for step in steps])
-    return slug, steps, store
+    from agentcfg import claims, contract
+
+    store = trust.record(ws, plan.slug, plan.steps, env, now)
+    live = {c.key for c in claims.all_claims(ws) if c.slug == plan.slug}
+    runs = contract.rebaseline(ws, plan.slug, plan.roadmap, live, now)
+    log(
+        ws, "trusted", plan.slug, plan.roadmap, env, now,
+        steps=[step.id for step in plan.steps], accepted=plan.changes, runs=runs,
+    )  # fmt: skip
+    return store, runs

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import shlex
+import sys
 from collections import Counter
 from typing import Any
 
 import click
 
-from agentcfg import fleet, loading, verify
+from agentcfg import audit, fleet, loading, verify
 from agentcfg.commands import bar, emit_json, json_option, now, say, workspace
 from agentcfg.core.lint import lint
 from agentcfg.core.roadmap import Step
@@ -193,7 +194,7 @@ def done_command(slug: str, step_query: str, no_verify: bool) -> None:
         fleet.require_lease(ws, slug, verify.find_step(loading.load(ws, slug), step_query).id)
     outcome = verify.done(ws, slug, step_query, os.environ, no_verify)
     step, result = outcome.step, outcome.result
-    if result is not None and not outcome.marked:
+    if result is not None and not result.passed:
         say(f"verify line of step {step.name} failed: {step.verify}", err=True)
         for line in result.tail:
             say(f"   | {line}", err=True)
@@ -201,35 +202,118 @@ def done_command(slug: str, step_query: str, no_verify: bool) -> None:
         raise SystemExit(1)
     if result is not None:
         say(_verify_line(result))
-    how = "without running its verify line (--no-verify)" if no_verify else "its verify line passed"
+    if outcome.already:
+        say(f"step {step.name} was ticked already; its receipt is recorded now: it is proven")
+        return
+    how = "its verify line passed"
+    if no_verify:
+        how = "without running its verify line (--no-verify)" + (
+            "; it has none, so its receipt says so" if outcome.proven else "; it stays unproven"
+        )
     say(f"marked step {step.name} done in roadmaps/{slug}.md: {how}")
+
+
+@roadmap.command("audit")
+@click.argument("slug")
+@click.option("--rerun", is_flag=True, help="Run the trusted verify lines of proven steps again.")
+@json_option
+def audit_command(slug: str, rerun: bool, as_json: bool) -> None:
+    """Which ticked steps a receipt proves: proven, unproven, stale or open.
+
+    Exits 0 only when every ticked contracted step is proven (and, with --rerun, its verify
+    line still passes on the tree as it is).
+    """
+    found = audit.audit(workspace(), slug, os.environ, rerun)
+    if as_json:
+        emit_json(audit.to_json(found))
+    else:
+        _show_audit(found)
+    if not found.ok:
+        raise SystemExit(1)
+
+
+def _show_audit(found: audit.Audit) -> None:
+    counts = ", ".join(
+        f"{sum(r.status == s for r in found.rows)} {s}"
+        for s in ("proven", "unproven", "stale", "open")
+    )
+    scope = (
+        "every step counts: no run contract is recorded"
+        if not found.contracts
+        else (f"{plural(sum(r.contracted for r in found.rows), 'contracted step')}")
+    )
+    say(f"audit of roadmap `{found.slug}`: {counts} ({scope})")
+    width = max((len(r.step.name) for r in found.rows), default=0)
+    for row in found.rows:
+        say(f"  {row.step.name:<{width}}  {row.status:<9} {_audit_note(row)}".rstrip())
+    say("ok: every ticked contracted step is proven" if found.ok else "NOT OK: see the steps above")
+
+
+def _audit_note(row: audit.Row) -> str:
+    receipt = row.receipt or {}
+    notes = []
+    if row.status == "unproven":
+        notes.append("ticked without a receipt")
+    elif row.status == "stale":
+        notes.append("its receipt is for a verify line it no longer has")
+    if receipt:
+        head = receipt.get("head")
+        where = f"HEAD {head[:12]}" if isinstance(head, str) else "no git HEAD"
+        dirty = " (dirty tree)" if receipt.get("dirty") else ""
+        notes.append(f"receipt {receipt.get('at')}, {where}{dirty}")
+    if row.rerun is not None:
+        notes.append(
+            "rerun: "
+            + _verify_line(row.rerun).split(" ", 2)[0]
+            + ("" if row.rerun.passed else " — it no longer passes")
+        )
+    if not row.contracted and row.step.mark == "done":
+        notes.append("not contracted")
+    return "; ".join(notes)
 
 
 @roadmap.command("trust")
 @click.argument("slug")
+@click.option("--yes", is_flag=True, help="Do not ask on a terminal: trust and accept.")
 @json_option
-def trust_command(slug: str, as_json: bool) -> None:
-    """Show a roadmap's verify lines and trust them to run (per user, outside the repository).
+def trust_command(slug: str, yes: bool, as_json: bool) -> None:
+    """Show a roadmap's verify lines and the changes to its runs' contract; trust the lines
+    (per user, outside the repository) and accept the roadmap as the contract.
 
-    `roadmap verify` and `roadmap done` run only verify lines trusted here; a line that
-    changes needs trusting again. Never allowlist this command for an agent.
+    `roadmap verify` and `roadmap done` run only verify lines trusted here, each for its own
+    step; a line that changes or moves needs trusting again. Refused from inside a session
+    that holds a claim on the roadmap. Never allowlist this command for an agent.
     """
     ws = workspace()
-    slug, steps, store = verify.trust_roadmap(ws, slug, os.environ, now())
+    plan = verify.plan_trust(ws, slug, os.environ, now())
+    if not as_json:
+        _show_plan(plan)
+        if not yes and sys.stdin.isatty() and not click.confirm("Trust and accept?"):
+            raise RoadmapError(f"nothing trusted or accepted for `{plan.slug}`")
+    store, runs = verify.trust_roadmap(ws, plan, os.environ, now())
     notify = verify.trust_notify(ws, os.environ, now())
     if as_json:
         emit_json({
-            "slug": slug, "store": str(store),
-            "trusted": [{"step": s.name, "command": s.verify} for s in steps],
-            "notify": list(notify) or None,
+            "slug": plan.slug, "store": str(store),
+            "trusted": [{"step": s.name, "command": s.verify} for s in plan.steps],
+            "notify": list(notify) or None, "accepted": plan.changes, "runs": runs,
         })  # fmt: skip
         return
     if notify:
         say(f"notify command of agentcfg.yaml, run at each ending: {shlex.join(notify)}")
-    if not steps:
-        say(f"roadmap `{slug}` has no verify lines to trust")
-        return
-    say(f"verify lines of roadmap `{slug}`, each run by `sh` from the workspace root:")
-    for step in steps:
-        say(f"  {step.name}: {step.verify}")
-    say(f"trusted {plural(len(steps), 'verify line')} of `{slug}`; recorded in {store}")
+    say(f"trusted {plural(len(plan.steps), 'verify line')} of `{plan.slug}`; recorded in {store}")
+    if runs:
+        say(f"the contract of {plural(runs, 'run')} on `{plan.slug}` now starts from the roadmap")
+
+
+def _show_plan(plan: verify.TrustPlan) -> None:
+    if not plan.steps:
+        say(f"roadmap `{plan.slug}` has no verify lines to trust")
+    else:
+        say(f"verify lines of roadmap `{plan.slug}`, each run by `sh` from the workspace root:")
+        for step in plan.steps:
+            say(f"  {step.name}: {step.verify}")
+    if plan.changes:
+        say("changes to the contract since its runs began (accepting them makes them yours):")
+        for change in plan.changes:
+            say(f"  {change}")

@@ -153,6 +153,7 @@ class Fire(Record):
     person: str | None = None  # the person's latest prompt asks to "pause" or to "resume"
     shadow: bool = False  # config mode: shadow
     tokens: int | None = None  # the run's recorded tokens with this fire's; None: none known
+    changed: bool = False  # the run's contract was changed, and the gate has refused it once
 
     @property
     def open(self) -> int:
@@ -181,7 +182,7 @@ HALTS: tuple[tuple[str, Callable[[RunState, Fire, Caps], bool]], ...] = (
 
 
 def decide(run: RunState, fire: Fire, caps: Caps) -> Decision:
-    """Walk the ladder, first match wins (docs/architecture.md, section 3: rungs 1 to 13).
+    """Walk the ladder, first match wins (docs/architecture.md, section 3: rungs 1 to 13, 5b).
 
     A run's `last_reply` names the reply it last blocked until the agent is let go. A new human
     turn arriving while it still does means the host ended that turn despite the block (its own
@@ -220,6 +221,9 @@ def _climb(read: RunState, fire: Fire, caps: Caps) -> Decision:
         return settle(True, None, run._replace(repeats=run.repeats + 1))
     if fire.open_ids is None:
         return settle(False, "halt-roadmap-absent", run._replace(halted="halt-roadmap-absent"))
+    if fire.changed:  # rung 5b: never complete, never blocked, never silent
+        halt = "halt-contract-changed"
+        return settle(False, halt, run._replace(halted=halt, ended=None, last_reply=None))
     if ending is not None:
         return settle(False, ending, run._replace(ended=ending, last_reply=None))
     # open work (again, after an ending: the same run goes on); a new human turn clears stalls

@@ -7,13 +7,21 @@ from agentcfg.core.ladder import Caps
 from agentcfg.core.roadmap import DETAIL_LINES, Step, clip
 from agentcfg.core.times import format_duration
 
+UNPROVEN_NAMED = 3  # ticked but unproven steps named in one continuation
+
 
 def plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 def continuation(
-    slug: str, open_count: int, blocked: int, step: Step | None, iteration: int, cap: int
+    slug: str,
+    open_count: int,
+    blocked: int,
+    step: Step | None,
+    iteration: int,
+    cap: int,
+    unproven: tuple[Step, ...] = (),
 ) -> str:
     blocked_note = f" (+{blocked} blocked-by, not yours this run)" if blocked else ""
     lines = [
@@ -28,6 +36,12 @@ def continuation(
         lines += (f"  {line}" for line in step.detail[:DETAIL_LINES])
     if step is not None and step.verify:
         lines.append(f"  verify: {step.verify}")
+    lines += (
+        f"{s.name} is ticked but unproven: close it with `{close_command(slug, s)}`."
+        for s in unproven[:UNPROVEN_NAMED]
+    )
+    if len(unproven) > UNPROVEN_NAMED:
+        lines.append(f"(+{len(unproven) - UNPROVEN_NAMED} more ticked but unproven)")
     lines.append(
         "Do this step now, and end the turn once it is closed. "
         "Hand back instead only for a decision the roadmap reserves for a person."
@@ -77,6 +91,11 @@ REFUSALS = {
         "verify line has not passed since. Run `{verify}` (or "
         "`{command}`) and keep the box only if it passes."
     ),
+    "contract-change": (
+        "turn-end-gate: the contract of this autonomous run on roadmap `{slug}` changed: "
+        "{changes}. Only a person changes the contract. Undo it now; if it is still so at "
+        "the next turn end, the run halts and the person decides."
+    ),
     "self-exit": (
         "turn-end-gate: step **{step}** of roadmap `{slug}` became {quote} during this "
         "autonomous run. Only a person narrows the contract: restore the step and work on it, "
@@ -89,7 +108,7 @@ def refusal(detector: str, quote: str, slug: str = "", step: str = "", command: 
     short = clip(quote, 120).replace("\n", " ")
     verify = _command("verify", slug, step)
     return REFUSALS[detector].format(
-        quote=f'"{short}"', slug=slug, step=step, command=command, verify=verify
+        quote=f'"{short}"', slug=slug, step=step, command=command, verify=verify, changes=quote
     )
 
 
@@ -153,11 +172,18 @@ NOTES = {
         "({problem}). Restore roadmaps/{slug}.md, then have the agent claim it again: "
         "`agentcfg sessions claim {slug}`."
     ),
+    "halt-contract-changed": (
+        "agentcfg: roadmap `{slug}` stopped: its contract changed during the run ({open}): "
+        "{problem}. Undo that, or accept it as yours with `agentcfg roadmap trust {slug}`; "
+        "then have the agent claim it again: `agentcfg sessions claim {slug}`."
+    ),
     "halt-state-unreadable": (
         "agentcfg: roadmap `{slug}` stopped: this session's run state could not be read. "
         "Have the agent claim it again for a fresh run: `agentcfg sessions claim {slug}`."
     ),
 }
+
+PROBLEM_LIMIT = {"halt-contract-changed": 600}  # each change is named: more room than one error
 
 
 def note(event: str, slug: str, open_count: int, caps: Caps, problem: str = "") -> str:
@@ -172,5 +198,7 @@ def note(event: str, slug: str, open_count: int, caps: Caps, problem: str = "") 
         wall_clock=format_duration(caps.wall_clock),
         max_tokens=f"{caps.max_tokens:,}" if caps.max_tokens else "no",
         stall_window=caps.stall_window,
-        problem=clip(problem or "it is not there", 160).replace("\n", " "),
+        problem=clip(problem or "it is not there", PROBLEM_LIMIT.get(event, 160)).replace(
+            "\n", " "
+        ),
     )

@@ -11,9 +11,10 @@ from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
 
-from agentcfg import claims, controls, loading, membership, state
+from agentcfg import claims, contract, controls, loading, membership, state
 from agentcfg.config import Config
 from agentcfg.core import phrases
+from agentcfg.core.contract import Contract, Judgement, judge
 from agentcfg.core.digest import sha256_hex
 from agentcfg.core.ladder import Caps
 from agentcfg.core.roadmap import Roadmap, Scan, scan
@@ -22,6 +23,8 @@ from agentcfg.hosts.base import SETTLE, StopEvent
 from agentcfg.paths import REFUSALS, session_key
 from agentcfg.transcript import Spent, TurnInfo, read_tail, read_turn
 from agentcfg.workspace import Workspace
+
+_NONE = Contract(None, 0.0, ())
 
 
 class HookContext:
@@ -112,10 +115,29 @@ class HookContext:
         self._scan = scan(self.roadmap) if self.roadmap is not None else None
         return self._scan
 
+    @cached_property
+    def contract(self) -> tuple[Contract | None, str]:
+        """This run's contract, or None and why not ("missing", "unreadable", ...)."""
+        if self.claim is None:
+            return None, "missing"
+        return contract.read(self.ws, self.key, self.claim.slug)
+
+    @cached_property
+    def judgement(self) -> Judgement | None:
+        """How the claimed roadmap stands against the run's contract; None without both."""
+        found = self.contract[0]
+        if found is None or self.roadmap is None or self.claim is None:
+            return None
+        receipts = contract.read_receipts(self.ws, self.claim.slug)
+        return judge(found, self.roadmap, receipts, self.now)
+
     @property
     def autonomous(self) -> bool:
-        """This session holds a live claim on an autonomous roadmap."""
-        return self.roadmap is not None and self.roadmap.autonomous
+        """This session holds a live claim on a roadmap that is autonomous, or whose run's
+        contract is: switching the mode away during the run does not end the judging."""
+        if self.roadmap is None:
+            return False
+        return self.roadmap.autonomous or (self.contract[0] or _NONE).autonomous
 
     @cached_property
     def transcript(self) -> TurnInfo:

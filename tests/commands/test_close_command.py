@@ -134,5 +134,5 @@ def test_done_finds_a_step_by_label_id_or_text_in_any_case(ws: Path, query: str)
     assert result.exit_code == 0, result.output
     assert (
         result.output
-        == "marked step Phase 0 Step 1 done in roadmaps/awkward.md: without running its verify line (--no-verify)\n"
+        == "marked step Phase 0 Step 1 done in roadmaps/awkward.md: without running its verify line (--no-verify); it has none, so its receipt says so\n"
     )

@@ -78,7 +78,6 @@ def test_a_timeout_fails_and_ends_the_command(road: Path) -> None:
         ("1.3", "step 1.3 has no verify line; pass --no-verify to mark it anyway"),
         ("1.4", "step 1.4 is blocked-by x"),
         ("1.5", "step 1.5 is deferred, not open"),
-        ("1.6", "step 1.6 is done, not open"),
         ("9.9", "no step `9.9`: give a step id or label, or the start of its text"),
         ("Parse the", "`Parse the` matches 2 steps (1.7, 1.8); give more of the text or the id"),
     ],
@@ -86,6 +85,15 @@ def test_a_timeout_fails_and_ends_the_command(road: Path) -> None:
 def test_refusals(road: Path, query: str, message: str) -> None:
     before = road.read_bytes()
     result = run_cli("roadmap", "done", "v", query)
+    assert result.exit_code == 1
+    assert result.output == f"agentcfg: error: {message}\n"
+    assert road.read_bytes() == before
+
+
+def test_a_done_step_is_not_closed_again_without_its_verify_line(road: Path) -> None:
+    before = road.read_bytes()
+    result = run_cli("roadmap", "done", "v", "1.6", "--no-verify")
+    message = "step 1.6 is done already; only its verify line can prove it"
     assert result.exit_code == 1
     assert result.output == f"agentcfg: error: {message}\n"
     assert road.read_bytes() == before

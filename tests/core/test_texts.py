@@ -76,6 +76,7 @@ QUOTES = {
     "unverified-completion": "All tests pass.",
     "unproven-step": "",
     "self-exit": "blocked-by: cache-design",
+    "contract-change": "step 1.3 was removed or moved out of every phase (put it back)",
 }
 
 

@@ -235,9 +235,13 @@ def test_a_finished_run_is_counted_once(ws: Path) -> None:
 @pytest.mark.parametrize(
     ("old", "new", "how"),
     [
-        ("- [ ] **1.2**", "- [-] **1.2**", '"cancelled"'),
-        ("- [ ] **1.2**", "- [~] **1.2**", '"deferred"'),
-        ("**1.2** Scope checkboxes to phases", "**1.2** Scope it <!-- blocked-by: x -->", "x"),
+        ("- [ ] **1.2**", "- [-] **1.2**", "cancelled"),
+        ("- [ ] **1.2**", "- [~] **1.2**", "deferred"),
+        (
+            "**1.2** Scope checkboxes to phases",
+            "**1.2** Scope checkboxes to phases <!-- blocked-by: x -->",
+            "blocked-by x",
+        ),
     ],
 )
 def test_the_agent_cannot_narrow_its_own_contract(ws: Path, old: str, new: str, how: str) -> None:
@@ -248,12 +252,13 @@ def test_the_agent_cannot_narrow_its_own_contract(ws: Path, old: str, new: str, 
     roadmap.write_text(roadmap.read_text().replace(old, new))
     host.reply("Moved on.")
     refused = host.fire()
-    assert refused.stderr.startswith("turn-end-gate: step **1.2** of roadmap `demo` became")
-    assert how in refused.stderr
-    assert [e.get("detector") for e in ledger(ws) if e["event"] == "refused"] == ["self-exit"]
-    host.human("fine, leave it")
+    assert refused.stderr.startswith("turn-end-gate: the contract of this autonomous run")
+    assert f"step 1.2 was marked {how}" in refused.stderr
+    assert [e.get("detector") for e in ledger(ws) if e["event"] == "refused"] == ["contract-change"]
+    host.human("fine, leave it")  # words are not the person's command that accepts it
     host.reply("Left it.")
-    assert host.fire().stderr.startswith("run-continuation:")  # refused once, not again
+    assert told(host.fire()).startswith("agentcfg: roadmap `demo` stopped: its contract changed")
+    assert events(ws)[-1] == "halt-contract-changed"  # refused once, then halted, told
 
 
 def test_release_from_inside_the_session_is_recorded(ws: Path) -> None:

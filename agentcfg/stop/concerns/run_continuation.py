@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentcfg import claims, controls, state
+from agentcfg import claims, contract, controls, state
 from agentcfg.claims import Claim
 from agentcfg.config import ChainEntry
 from agentcfg.core import phrases
@@ -37,7 +37,7 @@ class RunContinuation:
             return self._stopped(ctx, ctx.stop)
         scanned = ctx.scan  # None: the claimed roadmap is gone or unreadable
         roadmap = ctx.roadmap
-        if roadmap is not None and not roadmap.autonomous:
+        if roadmap is not None and not ctx.autonomous:
             return ALLOW
         member = ctx.member  # a fleet member works its leased step alone
         if ctx.lease_lost is not None:
@@ -45,14 +45,20 @@ class RunContinuation:
             return Verdict("warn", lease_lost(claim.slug, ctx.lease_lost), self.name)
         refused = self._refused_turn(ctx)
         message = ctx.final_message
+        judged = ctx.judgement
+        if roadmap is None:
+            open_ids = None
+        elif judged is not None:
+            open_ids = judged.open_ids
+        else:
+            open_ids = frozenset(s.id for s in roadmap.steps if s.is_open)
+        if open_ids is not None and member is not None:
+            open_ids = frozenset(i for i in open_ids if i == member.step)
         fire = Fire(
             turn=ctx.turn,
             reply=ctx.reply_key,
-            open_ids=None
-            if roadmap is None
-            else frozenset(
-                s.id for s in roadmap.steps if s.is_open and (member is None or s.id == member.step)
-            ),
+            open_ids=open_ids,
+            changed=roadmap is not None and _halts_on_change(ctx),
             blocked=_blocked(ctx, scanned.counts.blocked if scanned else 0),
             now=ctx.now,
             deferred=refused == ctx.reply_key,
@@ -72,6 +78,9 @@ class RunContinuation:
             return ALLOW
 
     def _step(self, ctx: HookContext, fire: Fire, path: Path, claim: Claim) -> Verdict:
+        judged = ctx.judgement
+        if judged is not None and judged.joining and not fire.changed:
+            contract.join(ctx.ws, ctx.key, claim.slug, judged.joining)  # OSError: allow, above
         run = RunState.fresh(ctx.now)
         if path.exists() or path.is_symlink():
             data = state.read_json(path)
@@ -100,18 +109,21 @@ class RunContinuation:
         if not decision.block:
             return self._told(ctx, claim, decision.event or "", after, usage)
         scanned = ctx.scan
-        upcoming = scanned.next if scanned else None
+        unproven = judged.unproven if judged else ()
+        upcoming = scanned.next if scanned and scanned.next else next(iter(unproven), None)
         if ctx.member is not None and ctx.roadmap is not None:  # the leased step, never another
+            unproven = tuple(s for s in unproven if s.id == ctx.member.step)
             upcoming = next((s for s in ctx.roadmap.steps if s.id == ctx.member.step), None)
         if decision.event is not None:
             step = {"step": upcoming.id} if upcoming else {}
             ctx.log(
-                "engage", iterations=after.iterations, reply=ctx.reply_key, tokens=usage, **step
-            )
+                "engage", iterations=after.iterations, reply=ctx.reply_key, tokens=usage,
+                **step, **_proven(ctx),
+            )  # fmt: skip
         counts = scanned.counts if scanned else None
         text = continuation(
-            claim.slug, counts.open if counts else 0, counts.blocked if counts else 0,
-            upcoming, after.iterations, ctx.caps.max_iterations,
+            claim.slug, fire.open, counts.blocked if counts else 0,
+            upcoming, after.iterations, ctx.caps.max_iterations, unproven,
         )  # fmt: skip
         return Verdict("block", text, self.name)
 
@@ -142,9 +154,16 @@ class RunContinuation:
     ) -> Verdict:
         """Record an allowing event with the fire's tokens; the verdict carries the line the
         person is told, if any."""
-        ctx.log(event, iterations=run.iterations, reply=ctx.reply_key, tokens=tokens)
-        open_count = ctx.scan.counts.open if ctx.scan else 0
-        line = note(event, claim.slug, open_count, ctx.caps, ctx.problem or "")
+        changes = _changes(ctx) if event == "halt-contract-changed" else None
+        extra: dict[str, object] = {} if changes is None else {"changes": changes}
+        ctx.log(
+            event, iterations=run.iterations, reply=ctx.reply_key, tokens=tokens,
+            **_proven(ctx), **extra,
+        )  # fmt: skip
+        judged = ctx.judgement
+        open_count = len(judged.open_ids) if judged else ctx.scan.counts.open if ctx.scan else 0
+        problem = "; ".join(changes) if changes else ctx.problem or ""
+        line = note(event, claim.slug, open_count, ctx.caps, problem)
         return Verdict("allow", line, self.name)
 
     @staticmethod
@@ -173,3 +192,44 @@ def _blocked(ctx: HookContext, count: int) -> int:
     if ctx.member is None or ctx.roadmap is None:
         return count
     return sum(1 for s in ctx.roadmap.steps if s.id == ctx.member.step and s.blocked)
+
+
+def _halts_on_change(ctx: HookContext) -> bool:
+    """The contract changed and stays so after the gate's one refusal (or no gate will
+    refuse it), or the run's contract record itself is missing, unreadable or edited."""
+    found, _problem = ctx.contract
+    if found is None:
+        return True
+    judged = ctx.judgement
+    if judged is None or not judged.changes:
+        return False
+    if all(c.key in found.warned for c in judged.changes):
+        return True
+    return not _gate_refuses_changes(ctx)
+
+
+def _gate_refuses_changes(ctx: HookContext) -> bool:
+    config = ctx.config
+    gate = any(e.name == "turn-end-gate" and e.severity != "advisory" for e in config.chain)
+    return (
+        gate
+        and "contract-change" in config.detectors
+        and config.mode != "shadow"
+        and bool(ctx.turn)
+    )
+
+
+def _changes(ctx: HookContext) -> list[str]:
+    """What changed in the contract, each with how to undo it; or what is wrong with its record."""
+    found, problem = ctx.contract
+    if found is None and ctx.claim is not None:
+        shown = contract.shown(ctx.ws, ctx.key, ctx.claim.slug)
+        return [f"the run's contract record {shown} is {problem}"]
+    judged = ctx.judgement
+    return [c.describe() for c in judged.changes] if judged else []
+
+
+def _proven(ctx: HookContext) -> dict[str, int]:
+    """The run's proven/contract counts, for the ledger; none without a contract."""
+    judged = ctx.judgement
+    return {} if judged is None else {"proven": judged.proven, "contract": judged.total}

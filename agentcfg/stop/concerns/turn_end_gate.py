@@ -11,10 +11,11 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from agentcfg import state
+from agentcfg import contract, state
 from agentcfg.config import ChainEntry
 from agentcfg.core import phrases
 from agentcfg.core.chain import TURN_END_GATE
+from agentcfg.core.contract import Change
 from agentcfg.core.roadmap import Step
 from agentcfg.core.texts import refusal
 from agentcfg.core.times import iso_ms, parse_iso
@@ -55,6 +56,9 @@ class TurnEndGate:
             return ALLOW
         detector, quote, step = found
         extra: dict[str, object] = {"step": step.id} if step else {}
+        fresh = _fresh_changes(ctx) if detector == "contract-change" else ()
+        if fresh:
+            extra["changes"] = [c.describe() for c in fresh]
         for flag, on in (("shadow", ctx.config.mode == "shadow"), ("advisory", self.advisory)):
             if on:
                 extra[flag] = True
@@ -63,6 +67,9 @@ class TurnEndGate:
         if ctx.config.mode == "shadow":
             return ALLOW  # recorded as it would have been refused, never blocked
         slug = ctx.claim.slug if ctx.claim else ""
+        if fresh and not self.advisory:
+            with contextlib.suppress(StateError, OSError):  # unremembered: the next end halts
+                contract.warn(ctx.ws, ctx.key, slug, tuple(c.key for c in fresh))
         text = refusal(
             detector,
             quote,
@@ -96,6 +103,10 @@ class TurnEndGate:
     def _detect(self, ctx: HookContext, changed: Changed) -> tuple[str, str, Step | None] | None:
         message, enabled = ctx.final_message, ctx.config.detectors
         unproven, exited = changed
+        if "contract-change" in enabled:
+            fresh = _fresh_changes(ctx)
+            if fresh:
+                return "contract-change", "; ".join(c.describe() for c in fresh), None
         if "unproven-step" in enabled and unproven:
             return "unproven-step", "", unproven[0]
         if "self-exit" in enabled and exited:
@@ -118,6 +129,14 @@ class TurnEndGate:
 
 
 Changed = tuple[list[Step], list[Step]]  # (unproven, self-exited)
+
+
+def _fresh_changes(ctx: HookContext) -> tuple[Change, ...]:
+    """Changes to the run's contract the gate has not refused yet."""
+    found, judged = ctx.contract[0], ctx.judgement
+    if found is None or judged is None:
+        return ()
+    return tuple(c for c in judged.changes if c.key not in found.warned)
 
 
 def _changed_steps(ctx: HookContext) -> Changed:

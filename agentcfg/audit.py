@@ -1,0 +1,116 @@
+"""`roadmap audit`: which ticked steps of a roadmap a receipt proves, for a reviewer.
+
+proven: a passing receipt for the step's text and its current verify line; stale: receipts
+only for a verify line it no longer has; unproven: ticked with none; open: not ticked.
+With `rerun`, the trusted verify lines of the proven steps run again on the tree as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agentcfg import contract, loading, state, trust, verify
+from agentcfg.config import load_config
+from agentcfg.core.contract import command_hash, text_hash
+from agentcfg.core.roadmap import Step
+from agentcfg.verify import VerifyResult
+from agentcfg.workspace import Workspace
+
+STATUSES = ("proven", "unproven", "stale", "open")
+
+
+@dataclass(frozen=True)
+class Row:
+    step: Step
+    status: str  # proven | unproven | stale | open | deferred | cancelled
+    contracted: bool
+    receipt: dict[str, Any] | None  # the newest receipt that proves it (or once did)
+    rerun: VerifyResult | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Nothing for a reviewer to hold against this step."""
+        ticked = self.step.mark == "done"
+        rerun_ok = self.rerun is None or self.rerun.passed
+        return (not ticked or not self.contracted or self.status == "proven") and rerun_ok
+
+
+@dataclass(frozen=True)
+class Audit:
+    slug: str
+    rows: tuple[Row, ...]
+    contracts: int  # run contract records on the roadmap; none: every step counts
+
+    @property
+    def ok(self) -> bool:
+        return all(row.ok for row in self.rows)
+
+
+def audit(ws: Workspace, slug: str, env: Mapping[str, str], rerun: bool = False) -> Audit:
+    slug = ws.canonical(slug)
+    roadmap = loading.load(ws, slug)
+    receipts = _receipts(ws, slug)
+    contracted: set[str] = set()
+    records = 0
+    for key, _path in contract.records(ws, slug):
+        found, _problem = contract.read(ws, key, slug)
+        records += 1
+        if found is not None:
+            contracted.update(t.text for t in found.terms)
+    rows = [_row(step, receipts, not records or text_hash(step.text) in contracted)
+            for step in roadmap.steps]  # fmt: skip
+    if rerun:
+        again = [r.step for r in rows if r.status == "proven" and r.step.verify]
+        trust.require(ws, slug, again, env)
+        timeout = load_config(ws, env).verify_timeout
+        rows = [
+            Row(r.step, r.status, r.contracted, r.receipt, verify.run(r.step, ws.root, timeout))
+            if r.step in again
+            else r
+            for r in rows
+        ]
+    return Audit(slug, tuple(rows), records)
+
+
+def _receipts(ws: Workspace, slug: str) -> list[dict[str, Any]]:
+    data = state.read_json(contract.receipts_path(ws, slug), limit=4 * state.STATE_FILE_LIMIT)
+    listed = data.get("receipts") if data is not None else None
+    return [r for r in listed if isinstance(r, dict)] if isinstance(listed, list) else []
+
+
+def _row(step: Step, receipts: list[dict[str, Any]], contracted: bool) -> Row:
+    if step.mark != "done":
+        return Row(step, "open" if step.mark == "open" else step.mark, contracted, None)
+    mine = [r for r in receipts if r.get("text") == text_hash(step.text)]
+    passed = [r for r in mine if r.get("exit_code") == 0 or r.get("command") is None]
+    proving = [r for r in passed if r.get("command") == command_hash(step.verify)]
+    if proving:
+        return Row(step, "proven", contracted, proving[-1])
+    if passed:
+        return Row(step, "stale", contracted, passed[-1])
+    return Row(step, "unproven", contracted, None)
+
+
+def to_json(found: Audit) -> dict[str, Any]:
+    return {
+        "slug": found.slug,
+        "ok": found.ok,
+        "contracts": found.contracts,
+        "counts": {s: sum(r.status == s for r in found.rows) for s in STATUSES},
+        "steps": [
+            {
+                "step": r.step.id,
+                "label": r.step.label or None,
+                "mark": r.step.mark,
+                "status": r.status,
+                "contracted": r.contracted,
+                "receipt": r.receipt,
+                "rerun": None
+                if r.rerun is None
+                else {"exit_code": r.rerun.exit_code, "passed": r.rerun.passed},
+            }
+            for r in found.rows
+        ],
+    }

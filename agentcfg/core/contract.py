@@ -1,0 +1,267 @@
+"""The run's contract: what a run promised when it began, and how the roadmap now stands
+against it (DESIGN section 11). Pure: contract, roadmap and receipts in, a judgement out.
+
+A contracted step is found again in the roadmap by the hash of its text (so renumbering is
+not a change), else by its id (so a reworded step is named as reworded). It is closed only
+by a receipt: a passing `verified` event for its text and its verify line, made after it
+joined the contract.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from agentcfg.core.roadmap import Roadmap, Step
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for every import
+    from typing import Any
+
+
+def text_hash(text: str) -> str:
+    return _sha256(text)
+
+
+def command_hash(command: str | None) -> str | None:
+    return None if command is None else _sha256(command)
+
+
+def _sha256(text: str) -> str:
+    try:
+        from _sha256 import sha256  # type: ignore[import-not-found]
+    except ImportError:  # pragma: no cover - builds without it; hashlib loads OpenSSL
+        from hashlib import sha256
+    digest: str = sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return digest
+
+
+@dataclass(frozen=True)
+class Term:
+    """One contracted step, as it stood when it joined the contract."""
+
+    id: str  # its canonical id then
+    text: str  # sha256 of its text
+    verify: str | None  # its verify line
+    blocked: bool  # blocked-by already then: staying so is no change
+    since: float  # when it joined: only a receipt made since closes it
+
+    @classmethod
+    def of(cls, step: Step, since: float) -> Term:
+        return cls(step.id, text_hash(step.text), step.verify, step.blocked, since)
+
+
+@dataclass(frozen=True)
+class Contract:
+    mode: str | None  # the roadmap's execution.mode when the run began
+    started_at: float
+    terms: tuple[Term, ...]
+    warned: tuple[str, ...] = ()  # the changes the gate has refused once (Change.key)
+
+    @property
+    def autonomous(self) -> bool:
+        return self.mode == "autonomous"
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """What a passing verify line (or a step with none) left behind for one step."""
+
+    step: str
+    text: str  # sha256 of the step's text
+    command: str | None  # sha256 of its verify line; None when it has none
+    exit_code: int | None
+    at: float
+
+    @property
+    def passed(self) -> bool:
+        """Its verify line exited 0, or the step has none: nothing to run, the tick is the proof."""
+        return self.exit_code == 0 or self.command is None
+
+
+@dataclass(frozen=True)
+class Change:
+    """A change to the contract the agent may not make: what it is and how to undo it."""
+
+    step: str  # the contracted step's id; "" for the mode
+    kind: str  # removed | reworded | verify | cancelled | deferred | blocked | mode
+    was: str = ""  # what it was (the mode, the verify line), when that says how to undo it
+    now: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}:{self.step}:{_sha256(self.now)[:12]}"
+
+    def describe(self) -> str:
+        """The change and how to undo it, in one clause."""
+        if self.kind == "mode":
+            return (
+                f"execution.mode changed from {self.was or 'none'} to {self.now or 'none'} "
+                f"(set it back to {self.was or 'none'})"
+            )
+        return f"step {self.step} " + {
+            "removed": "was removed or moved out of every phase (put it back)",
+            "reworded": "was reworded (restore its text)",
+            "verify": f"had its verify line changed (restore `{self.was or 'none'}`)",
+            "cancelled": "was marked cancelled (reopen its box)",
+            "deferred": "was marked deferred (reopen its box)",
+            "blocked": f"was marked blocked-by {self.now or '(no id)'} (remove the marker)",
+        }.get(self.kind, self.kind)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    changes: tuple[Change, ...]
+    open_ids: frozenset[str]  # contracted or joining steps not closed: the ladder's open work
+    unproven: tuple[Step, ...]  # ticked contracted steps without a valid receipt
+    proven: int  # contracted steps closed by a receipt
+    total: int  # contracted steps, joining ones included
+    joining: tuple[Term, ...]  # steps the contract does not hold yet: they join it now
+
+
+def baseline(roadmap: Roadmap, now: float) -> Contract:
+    """The contract of a run that starts now: the mode and every step not yet done."""
+    terms = tuple(Term.of(s, now) for s in roadmap.steps if s.mark == "open")
+    return Contract(roadmap.mode, now, terms)
+
+
+def proven(term: Term, receipts: tuple[Receipt, ...]) -> bool:
+    wanted = command_hash(term.verify)
+    return any(
+        r.passed and r.text == term.text and r.command == wanted and r.at >= term.since
+        for r in receipts
+    )
+
+
+def judge(
+    contract: Contract, roadmap: Roadmap, receipts: tuple[Receipt, ...], now: float
+) -> Judgement:
+    """How the roadmap stands against the contract."""
+    matched = _match(contract.terms, roadmap.steps)
+    taken = {id(s) for s in matched if s is not None}
+    changes: list[Change] = []
+    if contract.mode != roadmap.mode:
+        changes.append(Change("", "mode", contract.mode or "", roadmap.mode or ""))
+    open_ids: set[str] = set()
+    unproven: list[Step] = []
+    closed = 0
+    for term, step in zip(contract.terms, matched, strict=True):
+        if (step is None or step.mark == "done") and proven(term, receipts):
+            closed += 1  # what is done with a receipt stays done, however the text moves on
+            continue
+        change = _change(term, step)
+        if change is not None:
+            changes.append(change)
+            open_ids.add(step.id if step is not None else term.id)
+        elif step is not None and step.mark == "done":
+            unproven.append(step)
+            open_ids.add(step.id)
+        elif step is not None and step.is_open:
+            open_ids.add(step.id)
+    # open steps the contract does not hold: added, or reopened after the run began
+    added = [s for s in roadmap.steps if id(s) not in taken and s.mark == "open"]
+    joining = tuple(Term.of(s, now) for s in added)
+    open_ids.update(s.id for s in added if s.is_open)
+    return Judgement(
+        tuple(changes),
+        frozenset(open_ids),
+        tuple(unproven),
+        closed,
+        len(contract.terms) + len(joining),
+        joining,
+    )
+
+
+def _match(terms: tuple[Term, ...], steps: tuple[Step, ...]) -> list[Step | None]:
+    """Each term's step: same text (same id first), else same id; each step taken once."""
+    by_text: dict[str, list[Step]] = {}
+    for step in steps:
+        by_text.setdefault(text_hash(step.text), []).append(step)
+    taken: set[int] = set()
+    found: list[Step | None] = [None] * len(terms)
+    for n, term in enumerate(terms):  # the same text first, where it kept its id
+        same = [s for s in by_text.get(term.text, ()) if id(s) not in taken]
+        pick = next((s for s in same if s.id == term.id), same[0] if same else None)
+        if pick is not None:
+            found[n] = pick
+            taken.add(id(pick))
+    by_id = {s.id: s for s in steps}
+    for n, term in enumerate(terms):  # then a reworded step, where its id still is
+        same_id = by_id.get(term.id)
+        if found[n] is None and same_id is not None and id(same_id) not in taken:
+            found[n] = same_id
+            taken.add(id(same_id))
+    return found
+
+
+def _change(term: Term, step: Step | None) -> Change | None:
+    if step is None:
+        return Change(term.id, "removed")
+    if text_hash(step.text) != term.text:
+        return Change(term.id, "reworded", now=step.text)
+    if step.verify != term.verify:
+        return Change(term.id, "verify", term.verify or "", step.verify or "")
+    if step.mark in ("cancelled", "deferred"):
+        return Change(term.id, step.mark)
+    if step.blocked and not term.blocked:
+        return Change(term.id, "blocked", now=step.blocked_by or "")
+    return None
+
+
+def grown(contract: Contract, joining: tuple[Term, ...]) -> Contract:
+    return replace(contract, terms=contract.terms + joining)
+
+
+# -- the record's JSON ------------------------------------------------------------------------
+
+
+def to_json(contract: Contract) -> dict[str, Any]:
+    from agentcfg.core.times import iso_ms
+
+    return {
+        "mode": contract.mode,
+        "started_at": iso_ms(contract.started_at),
+        "steps": [
+            {
+                "id": t.id,
+                "text": t.text,
+                "verify": t.verify,
+                "blocked": t.blocked,
+                "since": iso_ms(t.since),
+            }
+            for t in contract.terms
+        ],
+        "warned": list(contract.warned),
+    }
+
+
+def from_json(data: dict[str, Any]) -> Contract | None:
+    """A contract from its JSON, or None when anything has the wrong shape."""
+    from agentcfg.core.times import parse_iso
+
+    mode, started, steps, warned = (
+        data.get("mode"),
+        parse_iso(data.get("started_at")),
+        data.get("steps"),
+        data.get("warned"),
+    )
+    if not (isinstance(mode, (str, type(None))) and started is not None):
+        return None
+    if not (isinstance(steps, list) and isinstance(warned, list)):
+        return None
+    if not all(isinstance(w, str) for w in warned):
+        return None
+    terms: list[Term] = []
+    for item in steps:
+        since = parse_iso(item.get("since")) if isinstance(item, dict) else None
+        if since is None or not isinstance(item, dict):
+            return None
+        fields = (item.get("id"), item.get("text"), item.get("verify"), item.get("blocked"))
+        if not (
+            isinstance(fields[0], str)
+            and isinstance(fields[1], str)
+            and isinstance(fields[2], (str, type(None)))
+            and isinstance(fields[3], bool)
+        ):
+            return None
+        terms.append(Term(fields[0], fields[1], fields[2], fields[3], since))
+    return Contract(mode, started, tuple(terms), tuple(warned))
