@@ -53,8 +53,15 @@ def message(record: Mapping[str, Any]) -> str:
     what = ENDINGS.get(event) or f"halted: {event.removeprefix('halt-')}"
     if event == "stopped" and record.get("by"):
         what += f" by {record['by']}"
-    iterations = record.get("iterations")
-    done = f" ({iterations} iterations)" if type(iterations) is int else ""
+    iterations, proven, contract = (record.get(k) for k in ("iterations", "proven", "contract"))
+    facts = [f"{iterations} iterations"] if type(iterations) is int else []
+    if type(proven) is int and type(contract) is int:
+        facts.append(f"{proven}/{contract} contracted steps proven")
+    done = f" ({', '.join(facts)})" if facts else ""
+    changes = record.get("changes")
+    if event == "halt-contract-changed" and isinstance(changes, list):
+        named = "; ".join(str(c) for c in changes)
+        done += f": {named}; accept with `agentcfg roadmap trust {slug}`, or undo it"
     return f"agentcfg: roadmap `{slug}`: {what}{done}"
 
 

@@ -19,12 +19,13 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from agentcfg import claims, controls, loading
+from agentcfg import claims, contract, controls, loading
 from agentcfg.config import load_config
-from agentcfg.core.roadmap import clip, scan
+from agentcfg.core.contract import judge
+from agentcfg.core.roadmap import Roadmap, clip, scan
 from agentcfg.core.times import format_duration, parse_iso
 from agentcfg.errors import RoadmapError
-from agentcfg.paths import CLAIMS, LEDGER_NAME, RUNS, STOPS
+from agentcfg.paths import CLAIMS, CONTRACTS, LEDGER_NAME, RECEIPTS, RUNS, STOPS
 from agentcfg.workspace import Workspace
 
 BAR_WIDTH = 12
@@ -48,6 +49,7 @@ class RunView:
     last_at: float | None
     status: str  # running | halted: <rung> | stopped | no run | roadmap gone
     resume_at: float | None = None  # `agentcfg run` waits (a usage limit, its window) until then
+    proven: tuple[int, int] | None = None  # (steps proven, steps contracted); None: no contract
 
 
 class LedgerTail:
@@ -117,9 +119,11 @@ def snapshot(ws: Workspace, env: Mapping[str, str], ledger: LedgerTail) -> list[
 
 def _view(ws: Workspace, claim: claims.Claim, ledger: LedgerTail, cap: int) -> RunView:
     done: int | None = None
-    total, step = 0, None
+    total, step, proven = 0, None, None
     try:
-        found = scan(loading.load(ws, claim.slug))
+        roadmap = loading.load(ws, claim.slug)
+        proven = _proven(ws, claim, roadmap)
+        found = scan(roadmap)
         counts = found.counts
         done, total = counts.done, counts.done + counts.open + counts.blocked
         step = f"{found.next.id} {clip(found.next.text, STEP_WIDTH)}" if found.next else None
@@ -149,7 +153,16 @@ def _view(ws: Workspace, claim: claims.Claim, ledger: LedgerTail, cap: int) -> R
         last_at=last[1] if last else None,
         status=status,
         resume_at=ledger.resumes.get((claim.key, claim.slug)),
+        proven=proven,
     )
+
+
+def _proven(ws: Workspace, claim: claims.Claim, roadmap: Roadmap) -> tuple[int, int] | None:
+    found, _problem = contract.read(ws, claim.key, claim.slug)
+    if found is None:
+        return None
+    judged = judge(found, roadmap, contract.read_receipts(ws, claim.slug), time.time())
+    return judged.proven, judged.total
 
 
 def render(views: list[RunView], now: float) -> Table:
@@ -192,6 +205,8 @@ def _progress(view: RunView) -> Text:
     )
     style = {"running": "", "stopped": "yellow"}.get(view.status, "cyan")
     text.append(f"\n{view.status}", style)
+    if view.proven is not None:
+        text.append(f"\nproven {view.proven[0]}/{view.proven[1]}", "dim")
     return text
 
 
@@ -239,7 +254,8 @@ def follow(
 def _signature(ws: Workspace) -> Any:
     """What changes when anything the table shows does: names, sizes and times of the files."""
     found = []
-    for folder in (ws.roadmaps, ws.state, *(ws.state / n for n in (CLAIMS, RUNS, STOPS))):
+    watched = (CLAIMS, RUNS, STOPS, CONTRACTS, RECEIPTS)
+    for folder in (ws.roadmaps, ws.state, *(ws.state / n for n in watched)):
         try:
             names = sorted(os.listdir(folder))
         except OSError:

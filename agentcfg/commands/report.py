@@ -74,13 +74,15 @@ def render(data: dict[str, Any]) -> str:
         out.append("")
         if shown < data["runs"]:
             out.append(f"the newest {shown} runs:")
-        out.append(f"{'run':<9} {'roadmap':<16} {'started':<17} {'engaged':>7} {'closed':>6}  "
-                   f"{'outcome':<20} {'wall':>6} {'tokens':>7} {'waste':>7}  burndown")  # fmt: skip
+        out.append(f"{'run':<9} {'roadmap':<16} {'started':<17} {'engaged':>7} {'closed':>6} "
+                   f"{'proven':>7}  {'outcome':<21} {'wall':>6} {'tokens':>7} {'waste':>7}  "
+                   "burndown")  # fmt: skip
         for row in data["rows"]:
             spent = row["tokens"]
             out.append(
                 f"{row['run'][:8]:<9} {row['slug'][:16]:<16} {row['started'][:16].replace('T', ' '):<17} "
-                f"{row['engagements']:>7} {row['closed']:>6}  {row['outcome']:<20} "
+                f"{row['engagements']:>7} {row['closed']:>6} {_proven(row):>7}  "
+                f"{row['outcome']:<21} "
                 f"{format_duration(row['wall_seconds']):>6} {_short(spent['total']):>7} "
                 f"{_short(spent['waste']):>7}  {reports.sparkline(row['burndown'])}"
             )
@@ -103,6 +105,7 @@ def render(data: dict[str, Any]) -> str:
         f"  verified {data['verified']}, marked done {data['marked_done']}, errors {data['errors']}",
         *_money(data["tokens"]),
         *_fleet(data["fleet"]),
+        *_changed(data["contract_changed"]),
     ]
     return "\n".join(out)
 
@@ -127,6 +130,22 @@ def _fleet(fleet: dict[str, Any] | None) -> list[str]:
         lines.append(
             f"  holding now            `{held['slug']}` step {held['step']}: member {held['member']}"
         )
+    return lines
+
+
+def _proven(row: dict[str, Any]) -> str:
+    """Contracted steps closed by a receipt, of the run's contract: `2/3`; "-" when unknown."""
+    return "-" if row["contract"] is None else f"{row['proven']}/{row['contract']}"
+
+
+def _changed(halts: list[dict[str, Any]]) -> list[str]:
+    """Every halt-contract-changed: what the agent changed, for the person to undo or accept."""
+    if not halts:
+        return []
+    lines = ["", "contract changed (undo, or accept with `agentcfg roadmap trust <slug>`)"]
+    for halt in halts:
+        lines.append(f"  run {halt['run'][:8]} `{halt['slug']}` at {halt['at']}:")
+        lines += (f"    {change}" for change in halt["changes"] or ["(no change named)"])
     return lines
 
 

@@ -46,7 +46,7 @@ def render(data: dict[str, Any]) -> str:
         '<head><meta charset="utf-8"/><title>agentcfg report</title>'
         f"<style>{STYLE}</style></head>\n<body>\n<h1>What the continuations did and cost</h1>\n"
         f"<p>{plural(data['runs'], 'run')} from {plural(data['matched'], 'ledger event')}"
-        f"{shown}.</p>\n{_summary(data)}\n{_fleet(data.get('fleet'))}{runs}</body>\n</html>\n"
+        f"{shown}.</p>\n{_summary(data)}\n{_fleet(data.get('fleet'))}{runs}{_changed(data)}</body>\n</html>\n"
     )
 
 
@@ -72,6 +72,28 @@ def _fleet(fleet: dict[str, Any] | None) -> str:
         '<table class="summary"><thead><tr><th>member</th><th>leased</th><th>integrated</th>'
         f"<th>reopened</th></tr></thead><tbody>{members}</tbody></table>\n"
         + (f"<p>Holding now: {holding}.</p>\n" if holding else "")
+    )
+
+
+def _proven(row: dict[str, Any]) -> str:
+    contract = row.get("contract")
+    return "-" if contract is None else f"{_number(row['proven'])} of {_number(contract)}"
+
+
+def _changed(data: dict[str, Any]) -> str:
+    """Every run halted because its contract changed: the changes, for the person to decide."""
+    halts = data.get("contract_changed") or []
+    if not halts:
+        return ""
+    items = "".join(
+        f"<li>run {_text(h['run'][:8])} on <code>{_text(h['slug'])}</code> at {_text(h['at'])}:"
+        f"<ul>{''.join(f'<li>{_text(c)}</li>' for c in h['changes'])}</ul></li>"
+        for h in halts
+    )
+    return (
+        '<section class="contract-changed">\n<h2>Contract changed</h2>\n'
+        "<p>Each change halted its run: undo it, or accept it with "
+        f"<code>agentcfg roadmap trust &lt;slug&gt;</code>.</p>\n<ul>{items}</ul>\n</section>\n"
     )
 
 
@@ -144,6 +166,7 @@ def _section(n: int, row: dict[str, Any]) -> str:
         ("outcome", "outcome", _text(row["outcome"])),
         ("engagements", "engagements", _number(row["engagements"])),
         ("closed", "steps closed", _number(row["closed"])),
+        ("proven", "steps proven of its contract", _proven(row)),
         ("tokens", "tokens", _number(tokens["total"])),
         ("per-step", "tokens per step closed", _number(tokens["per_step_closed"])),
         ("waste", "tokens that closed nothing", _number(tokens["waste"])),

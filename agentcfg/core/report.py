@@ -28,10 +28,12 @@ ENDINGS = (
     "halt-stall",
     "halt-roadmap-absent",
     "halt-state-unreadable",
+    "halt-contract-changed",
     "halt-restarts",  # `agentcfg run`'s own endings
     "halt-until",
     "interrupted",
 )
+CHANGES_KEPT = 100
 # runs seen at once before the oldest ended one is folded into the totals
 OPEN_RUNS = 4096
 BURNDOWN_POINTS = 64
@@ -111,6 +113,8 @@ class Run:
         default_factory=lambda: collections.deque(maxlen=BURNDOWN_POINTS)
     )
     pending: tuple[int, str | None, int | None] | None = None  # an engagement awaiting its cost
+    proven: int | None = None  # contracted steps closed by a receipt, as the last fire saw
+    contract: int | None = None  # steps in the run's contract; None: no fire told it
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -119,6 +123,8 @@ class Run:
             "started": iso(self.started),
             "engagements": self.engagements,
             "closed": self.closed,
+            "proven": self.proven,
+            "contract": self.contract,
             "outcome": self.outcome,
             "cut_short": self.cut_short,
             "wall_seconds": round(self.last - self.started, 3),
@@ -200,6 +206,10 @@ class Report:
     costliest_run: Run | None = None
     rows: list[Run] = field(default_factory=list)
     fleet: Fleet = field(default_factory=Fleet)
+    # every halt-contract-changed (the newest CHANGES_KEPT): what the person must decide
+    contract_changes: collections.deque[dict[str, Any]] = field(
+        default_factory=lambda: collections.deque(maxlen=CHANGES_KEPT)
+    )
 
     def to_json(self) -> dict[str, Any]:
         per = self.closed / self.engagements if self.engagements else None
@@ -237,6 +247,7 @@ class Report:
             },
             "rows": [run.to_json() for run in self.rows],
             "fleet": self.fleet.to_json(),
+            "contract_changed": list(self.contract_changes),
         }
 
 
@@ -326,6 +337,15 @@ def _apply(report: Report, run: Run, name: str, event: dict[str, Any], at: float
         run.last_open = open_count
     if name == "cut-short":
         run.cut_short += 1
+    proven, contract = event.get("proven"), event.get("contract")
+    if _count(proven) and _count(contract):
+        run.proven, run.contract = proven, contract
+    if name == "halt-contract-changed":
+        changes = event.get("changes")
+        shown = [str(c) for c in changes] if isinstance(changes, list) else []
+        report.contract_changes.append(
+            {"run": run.run, "slug": run.slug, "at": iso(at), "changes": shown}
+        )
     if name == "engage":
         run.outcome = "running"
         run.engagements += 1
@@ -361,6 +381,10 @@ def _spend(report: Report, run: Run, name: str, event: dict[str, Any], open_coun
         if name == "engage"
         else None
     )
+
+
+def _count(value: object) -> bool:
+    return type(value) is int and value >= 0
 
 
 def _tokens(value: object) -> int | None:

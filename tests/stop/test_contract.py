@@ -223,6 +223,7 @@ def test_roadmap_trust_is_refused_inside_the_claimed_session(host: SimulatedHost
     )
     assert [e for e in ledger(ws) if e["event"] == "trusted"][1:] == []  # nothing accepted
     refused, halted = play(host, 2)
+    assert refused.stderr.startswith("turn-end-gate: the contract")
     assert told(halted).startswith("agentcfg: roadmap `c` stopped: its contract changed")
 
 
