@@ -1,5 +1,5 @@
 """The run's contract: what a run promised when it began, and how the roadmap now stands
-against it (DESIGN section 11). Pure: contract, roadmap and receipts in, a judgement out.
+against it (docs/architecture.md, section 8). Pure: contract, roadmap and receipts in, a judgement out.
 
 A contracted step is found again in the roadmap by the hash of its text (so renumbering is
 not a change), else by its id (so a reworded step is named as reworded). It is closed only

@@ -15,7 +15,7 @@ from syrupy.assertion import SnapshotAssertion
 from agentcfg import notify, state, watch
 from agentcfg.workspace import Workspace
 from tests.conftest import run_cli, write_roadmap
-from tests.simhost import SimulatedHost
+from testing.simhost import SimulatedHost
 
 BODY = """## Phase 1
 - [ ] **1.1** Write the parser <!-- verify: true -->

@@ -108,7 +108,7 @@ def apply(model: Model, edit: tuple[object, ...], receipts: list[Receipt], now: 
         line.mark = "x"
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(EDITS, max_size=14))
 def test_no_agent_edits_end_a_run_complete_while_a_contracted_step_lacks_a_receipt(
     edits: list[tuple[object, ...]],

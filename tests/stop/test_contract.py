@@ -14,7 +14,7 @@ from syrupy.assertion import SnapshotAssertion
 
 from agentcfg import claims
 from tests.conftest import ledger, write_roadmap
-from tests.simhost import FireResult, SimulatedHost, mark_done
+from testing.simhost import FireResult, SimulatedHost, mark_done
 
 BODY = """## Phase 1 — Build
 - [ ] **1.1** Write the parser <!-- verify: true -->
