@@ -14,8 +14,8 @@ from syrupy.assertion import SnapshotAssertion
 
 from agentcfg import notify, state, watch
 from agentcfg.workspace import Workspace
-from tests.conftest import run_cli, write_roadmap
 from testing.simhost import SimulatedHost
+from tests.conftest import run_cli, write_roadmap
 
 BODY = """## Phase 1
 - [ ] **1.1** Write the parser <!-- verify: true -->

@@ -13,8 +13,8 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 
 from agentcfg import claims
-from tests.conftest import ledger, write_roadmap
 from testing.simhost import FireResult, SimulatedHost, mark_done
+from tests.conftest import ledger, write_roadmap
 
 BODY = """## Phase 1 — Build
 - [ ] **1.1** Write the parser <!-- verify: true -->
