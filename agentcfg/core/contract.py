@@ -9,8 +9,7 @@ joined the contract.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-
+from agentcfg.core.records import Record
 from agentcfg.core.roadmap import Roadmap, Step
 
 TYPE_CHECKING = False
@@ -35,8 +34,7 @@ def _sha256(text: str) -> str:
     return digest
 
 
-@dataclass(frozen=True)
-class Term:
+class Term(Record):
     """One contracted step, as it stood when it joined the contract."""
 
     id: str  # its canonical id then
@@ -50,8 +48,7 @@ class Term:
         return cls(step.id, text_hash(step.text), step.verify, step.blocked, since)
 
 
-@dataclass(frozen=True)
-class Contract:
+class Contract(Record):
     mode: str | None  # the roadmap's execution.mode when the run began
     started_at: float
     terms: tuple[Term, ...]
@@ -62,8 +59,7 @@ class Contract:
         return self.mode == "autonomous"
 
 
-@dataclass(frozen=True)
-class Receipt:
+class Receipt(Record):
     """What a passing verify line (or a step with none) left behind for one step."""
 
     step: str
@@ -78,8 +74,7 @@ class Receipt:
         return self.exit_code == 0 or self.command is None
 
 
-@dataclass(frozen=True)
-class Change:
+class Change(Record):
     """A change to the contract the agent may not make: what it is and how to undo it."""
 
     step: str  # the contracted step's id; "" for the mode
@@ -108,8 +103,7 @@ class Change:
         }.get(self.kind, self.kind)
 
 
-@dataclass(frozen=True)
-class Judgement:
+class Judgement(Record):
     changes: tuple[Change, ...]
     open_ids: frozenset[str]  # contracted or joining steps not closed: the ladder's open work
     unproven: tuple[Step, ...]  # ticked contracted steps without a valid receipt
@@ -208,7 +202,7 @@ def _change(term: Term, step: Step | None) -> Change | None:
 
 
 def grown(contract: Contract, joining: tuple[Term, ...]) -> Contract:
-    return replace(contract, terms=contract.terms + joining)
+    return contract._replace(terms=contract.terms + joining)
 
 
 # -- the record's JSON ------------------------------------------------------------------------
