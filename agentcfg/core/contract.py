@@ -9,6 +9,7 @@ joined the contract.
 
 from __future__ import annotations
 
+from agentcfg.core.digest import sha256_hex
 from agentcfg.core.records import Record
 from agentcfg.core.roadmap import Roadmap, Step
 
@@ -26,12 +27,7 @@ def command_hash(command: str | None) -> str | None:
 
 
 def _sha256(text: str) -> str:
-    try:
-        from _sha256 import sha256  # type: ignore[import-not-found]
-    except ImportError:  # pragma: no cover - builds without it; hashlib loads OpenSSL
-        from hashlib import sha256
-    digest: str = sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-    return digest
+    return sha256_hex(text.encode("utf-8", "surrogatepass"))
 
 
 class Term(Record):
