@@ -38,7 +38,8 @@ def store(root: Path) -> Path:
 
 def trust_one(root: str, slug: str) -> None:
     env = {"XDG_STATE_HOME": str(Path(root).parent / "xdg"), "HOME": "/nonexistent"}
-    verify.trust_roadmap(Workspace(Path(root)), slug, env, time.time())
+    ws = Workspace(Path(root))
+    verify.trust_roadmap(ws, verify.plan_trust(ws, slug, env, time.time()), env, time.time())
 
 
 def test_twenty_concurrent_trusts_keep_every_entry(ws: Path) -> None:
