@@ -340,7 +340,8 @@ def test_gemini_killed_mid_run_is_resumed_in_the_same_session(tmp_path: Path) ->
     assert [(e["reason"], e["same_session"]) for e in resumed] == [("crash", True)], run.events()
     assert "restart 1 of gemini on `e2e` (the host failed)" in run.proc.stderr
     chats = list((run.home / ".gemini" / "tmp").glob("*/chats/session-*.json*"))
-    assert len(chats) == 1, chats  # `gemini --resume` carried the one session on
+    sessions = {json.loads(c.read_text().splitlines()[0])["sessionId"] for c in chats}
+    assert sessions == {run.ending()["session"]}, chats  # `gemini --resume` kept the one session
 
 
 def test_fresh_per_step_works_each_step_in_a_session_of_its_own(tmp_path: Path) -> None:
