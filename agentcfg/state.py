@@ -18,7 +18,7 @@ from agentcfg.paths import LEDGER_NAME, STATE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for every import
-    from typing import Any
+    from typing import Any, BinaryIO
 
 STATE_FILE_LIMIT = 1024 * 1024
 LEDGER_LINE_LIMIT = 1024 * 1024
@@ -239,18 +239,29 @@ def ledger_quote(text: str, how: str = "excerpt") -> str:
     return excerpt(text)
 
 
-def ledger_lines(state: Path, limit: int = LEDGER_LINE_LIMIT) -> Iterator[bytes]:
-    """The ledger's lines, oldest first; none when there is no ledger yet, or when it is not
-    a regular file of ours. A line longer than `limit` comes as b"" (unreadable), unread."""
+def open_ledger(state: Path) -> BinaryIO | None:
+    """The ledger open for reading; None when there is none yet, or when it is not a regular
+    file of ours (a link, a FIFO, a device): such a thing is never read, nor waited on."""
     if followed(state):
-        return
+        return None
     try:
         fd = os.open(state / LEDGER_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
+        return None
+    handle = os.fdopen(fd, "rb")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        handle.close()
+        return None
+    return handle
+
+
+def ledger_lines(state: Path, limit: int = LEDGER_LINE_LIMIT) -> Iterator[bytes]:
+    """The ledger's lines, oldest first; none when there is no ledger yet, or when it is not
+    a regular file of ours. A line longer than `limit` comes as b"" (unreadable), unread."""
+    handle = open_ledger(state)
+    if handle is None:
         return
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return
+    with handle:
         while line := handle.readline(limit + 1):
             if len(line) <= limit:
                 yield line

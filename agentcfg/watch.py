@@ -19,17 +19,20 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from agentcfg import claims, contract, controls, loading
+from agentcfg import claims, contract, controls, loading, state
 from agentcfg.config import load_config
 from agentcfg.core.contract import judge
+from agentcfg.core.report import TOKENS_LIMIT
 from agentcfg.core.roadmap import Roadmap, clip, scan
 from agentcfg.core.times import format_duration, parse_iso
+from agentcfg.core.visible import visible
 from agentcfg.errors import RoadmapError
-from agentcfg.paths import CLAIMS, CONTRACTS, LEDGER_NAME, RECEIPTS, RUNS, STOPS
+from agentcfg.paths import CLAIMS, CONTRACTS, RECEIPTS, RUNS, STOPS
 from agentcfg.workspace import Workspace
 
 BAR_WIDTH = 12
 STEP_WIDTH = 40
+RUNS_KEPT = 4096  # runs the ledger tail remembers: far more than claims are ever live at once
 
 
 @dataclass(frozen=True)
@@ -54,42 +57,52 @@ class RunView:
 
 class LedgerTail:
     """Follows the ledger from where it last read: per run, its last event and the sum of the
-    tokens its fires recorded (each fire's are those of its own segment of the session)."""
+    tokens its fires recorded (each fire's are those of its own segment of the session).
+
+    Memory stays bounded whatever the ledger holds: it is read a line at a time, a line past
+    the ledger's line limit is passed over unread, and only the newest RUNS_KEPT runs are kept.
+    """
 
     def __init__(self, ws: Workspace) -> None:
-        self.path = ws.state / LEDGER_NAME
+        self.folder = ws.state
         self._restart(None)
 
     def _restart(self, identity: tuple[int, int] | None) -> None:
         self.identity = identity
         self.offset = 0
+        self.skipping = False  # inside an oversized line, passing over it
         self.last: dict[tuple[str, str], tuple[str, float]] = {}
         self.tokens: dict[tuple[str, str], int] = {}
         self.resumes: dict[tuple[str, str], float] = {}  # the waits of `agentcfg run`
 
     def read(self) -> None:
         """Take in the lines appended since the last read (all of them after a rotation)."""
-        try:
-            info = os.stat(self.path)
-        except OSError:
+        handle = state.open_ledger(self.folder)
+        if handle is None:
             return
-        if (info.st_dev, info.st_ino) != self.identity or info.st_size < self.offset:
-            self._restart((info.st_dev, info.st_ino))
-        try:
-            with self.path.open("rb") as handle:
+        with handle:
+            info = os.fstat(handle.fileno())
+            if (info.st_dev, info.st_ino) != self.identity or info.st_size < self.offset:
+                self._restart((info.st_dev, info.st_ino))
+            try:
                 handle.seek(self.offset)
-                data = handle.read()
-        except OSError:
-            return
-        complete = data[: data.rfind(b"\n") + 1]  # a line being written waits for the next read
-        self.offset += len(complete)
-        for line in complete.splitlines():
-            self._take(line)
+                while line := handle.readline(state.LEDGER_LINE_LIMIT + 1):
+                    ended = line.endswith(b"\n")
+                    if self.skipping or len(line) > state.LEDGER_LINE_LIMIT:
+                        self.offset += len(line)
+                        self.skipping = not ended
+                    elif not ended:
+                        break  # a line being written waits for the next read
+                    else:
+                        self.offset += len(line)
+                        self._take(line)
+            except OSError:
+                return
 
     def _take(self, line: bytes) -> None:
         try:
             event = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             return
         if not isinstance(event, dict):
             return
@@ -100,14 +113,20 @@ class LedgerTail:
         run = (str(key[0]), str(key[1]))
         if event.get("event") == "claimed":  # a fresh run: what the last one spent is not its
             self.tokens.pop(run, None)
+        self.last.pop(run, None)  # moved to the end: the dict runs from oldest to newest
         self.last[run] = (str(event.get("event")), at)
         resume_at = parse_iso(event.get("resume_at"))
         if resume_at is not None:
             self.resumes[run] = resume_at
         tokens = event.get("tokens")
         total = tokens.get("total") if isinstance(tokens, dict) else None
-        if type(total) is int:
-            self.tokens[run] = self.tokens.get(run, 0) + total
+        if type(total) is int and total >= 0:
+            self.tokens[run] = self.tokens.get(run, 0) + min(total, TOKENS_LIMIT)
+        if len(self.last) > RUNS_KEPT:
+            oldest = next(iter(self.last))
+            del self.last[oldest]
+            self.tokens.pop(oldest, None)
+            self.resumes.pop(oldest, None)
 
 
 def snapshot(ws: Workspace, env: Mapping[str, str], ledger: LedgerTail) -> list[RunView]:
@@ -126,7 +145,9 @@ def _view(ws: Workspace, claim: claims.Claim, ledger: LedgerTail, cap: int) -> R
         found = scan(roadmap)
         counts = found.counts
         done, total = counts.done, counts.done + counts.open + counts.blocked
-        step = f"{found.next.id} {clip(found.next.text, STEP_WIDTH)}" if found.next else None
+        step = (
+            f"{found.next.id} {clip(visible(found.next.text), STEP_WIDTH)}" if found.next else None
+        )
     except RoadmapError:
         pass
     run = claims.read_run(ws, claim)
@@ -183,13 +204,13 @@ def render(views: list[RunView], now: float) -> Table:
         table.add_column(name, justify=justify, no_wrap=name != "next step")  # type: ignore[arg-type]
     for view in views:
         table.add_row(
-            Text.assemble((view.slug, "bold"), "\n", (view.session[:12], "dim")),
+            Text.assemble((visible(view.slug), "bold"), "\n", (visible(view.session[:12]), "dim")),
             _progress(view),
-            view.step or "-",
+            Text(visible(view.step or "-")),  # Text, not a str: roadmap text is never markup
             "-" if view.iterations is None else f"{view.iterations}/{view.cap}",
             "-" if view.started_at is None else format_duration(now - view.started_at),
             "-" if view.tokens is None else f"{view.tokens:,}",
-            _last(view, now),
+            Text(visible(_last(view, now))),
         )
     if not views:
         table.add_row("no claimed runs", *[""] * 6)
