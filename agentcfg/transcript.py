@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
     from typing import Any
 
 TAIL = 8 * 1024 * 1024
+COUNT_LIMIT = 10**12  # tokens one record may claim in one part
 _USER = (b'"type":"user"', b'"type": "user"')
 _ASSISTANT = (b'"type":"assistant"', b'"type": "assistant"')
 _NOT_HUMAN = (b'"isMeta":true', b'"isMeta": true', b'"isSidechain":true', b'"isSidechain": true')
@@ -156,7 +157,7 @@ def _maybe_human(line: bytes) -> bool:
 def _load(line: bytes) -> dict[str, Any]:
     try:
         record = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return {}
     return record if isinstance(record, dict) else {}
 
@@ -258,8 +259,9 @@ def read_segment(
 
 
 def count(value: object) -> int:
-    """A token count from a host record; anything but a non-negative integer counts 0."""
-    return value if type(value) is int and value > 0 else 0
+    """A token count from a host record; anything but a non-negative integer counts 0, and no
+    count is taken past COUNT_LIMIT (a larger one is a forgery, not a reply)."""
+    return min(value, COUNT_LIMIT) if type(value) is int and value > 0 else 0
 
 
 def load(line: bytes) -> dict[str, Any]:
@@ -302,7 +304,8 @@ def per_message(
     for index, line in enumerate(segment.lines or ()):
         found = read(line)
         if found is not None and (found[0] is None or found[0] != counted):
-            messages[index if found[0] is None else found[0]] = found[1]
+            ident = found[0] if isinstance(found[0], str) else None  # a list is no message id
+            messages[index if ident is None else ident] = found[1]
     known = [usage for usage in messages.values() if usage is not None]
     if len(known) < len(messages):
         return None

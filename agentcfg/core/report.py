@@ -37,6 +37,9 @@ CHANGES_KEPT = 100
 # runs seen at once before the oldest ended one is folded into the totals
 OPEN_RUNS = 4096
 BURNDOWN_POINTS = 64
+# past these, a count on a ledger line is forged: tokens are clamped, an open count dropped
+TOKENS_LIMIT = 10**15
+STEPS_LIMIT = 10**7
 SPARKS = "▁▂▃▄▅▆▇█"
 
 
@@ -329,7 +332,9 @@ def _event(raw: str | bytes) -> dict[str, Any] | None:
 def _apply(report: Report, run: Run, name: str, event: dict[str, Any], at: float) -> None:
     run.last = max(run.last, at)
     open_count = event.get("open")
-    if isinstance(open_count, int) and not isinstance(open_count, bool):
+    if type(open_count) is not int or not 0 <= open_count <= STEPS_LIMIT:
+        open_count = None  # no roadmap holds that many steps: a forged count
+    if open_count is not None:
         if run.last_open is not None and open_count < run.last_open:
             drop = run.last_open - open_count
             run.closed += drop
@@ -389,7 +394,7 @@ def _count(value: object) -> bool:
 
 def _tokens(value: object) -> int | None:
     total = value.get("total") if isinstance(value, dict) else None
-    return total if type(total) is int and total >= 0 else None
+    return min(total, TOKENS_LIMIT) if type(total) is int and total >= 0 else None
 
 
 def _finish(report: Report, finished: collections.deque[Run], run: Run) -> None:

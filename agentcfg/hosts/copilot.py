@@ -82,7 +82,7 @@ def read_events(path: str) -> tuple[str, str | None]:
             continue
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         data = record.get("data") if isinstance(record, dict) else None
         if not isinstance(data, dict) or not isinstance(data.get("content"), str):

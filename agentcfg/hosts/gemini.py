@@ -80,7 +80,7 @@ def read_session(path: str, prompt: str) -> tuple[str, str]:
             continue  # no message of either kind: not worth parsing
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if not isinstance(record, dict):
             continue
