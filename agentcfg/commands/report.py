@@ -13,6 +13,7 @@ from agentcfg.core import report as reports
 from agentcfg.core.texts import plural
 from agentcfg.core.times import format_duration
 from agentcfg.errors import AgentcfgError
+from agentcfg.workspace import Workspace
 
 
 @click.command("report")
@@ -51,14 +52,28 @@ def report(
     if page is not None:
         from agentcfg.core import html
 
-        try:
-            page.write_text(html.render(data), encoding="utf-8")
-        except OSError as exc:
-            raise AgentcfgError(f"cannot write {page}: {exc.strerror}") from None
+        write_page(ws, page, html.render(data))
     if as_json:
         emit_json(data)
         return
     say(render(data))
+
+
+def write_page(ws: Workspace, page: Path, text: str) -> None:
+    """Replace `page` whole (a link at `page` is replaced, its target left alone), never inside
+    roadmaps/ or state/: a report does not write over what it reads."""
+    where = page.absolute().parent.resolve()
+    for folder in (ws.roadmaps, ws.state):
+        if where.is_relative_to(folder.resolve()):
+            raise AgentcfgError(f"{page} is inside roadmaps/ or state/: write the page elsewhere")
+    if not where.is_dir():
+        raise AgentcfgError(f"cannot write {page}: {where} is not a folder")
+    try:
+        state.write_bytes(
+            where / page.name, text.encode("utf-8", "replace"), mode=0o644, private_dir=False
+        )
+    except OSError as exc:
+        raise AgentcfgError(f"cannot write {page}: {exc.strerror}") from None
 
 
 def render(data: dict[str, Any]) -> str:
