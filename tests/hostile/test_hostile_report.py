@@ -42,7 +42,7 @@ def test_a_lone_surrogate_in_the_ledger_still_gives_a_whole_page(root: Path) -> 
         "roadmaps/../roadmaps/demo.md",
         "roadmaps/new.html",
         "state/page.html",
-    ],  # fmt: skip
+    ],
 )
 def test_the_page_is_never_written_over_the_ledger_or_a_roadmap(root: Path, target: str) -> None:
     before = {p: p.read_bytes() for p in [*root.glob("roadmaps/*"), *root.glob("state/*")]}
