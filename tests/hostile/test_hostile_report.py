@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agentcfg import state
-from tests.hostile.harness import run_hostile
+from tests.hostile.commands import cli
 
 LINE = (
     '{"event": "engage", "at": "2026-09-21T14:13:30Z", "run": "r", "slug": "%s", "open": 2, '
@@ -28,7 +28,7 @@ def test_a_lone_surrogate_in_the_ledger_still_gives_a_whole_page(root: Path) -> 
         handle.write(LINE % "\\ud800evil")
     page = root / "page.html"
     page.write_text("the page that was here")
-    run_hostile(root, ["report", "--html", "page.html"], 0)
+    cli(root, ["report", "--html", "page.html"], 0)
     shown = page.read_text(encoding="utf-8")
     assert "<!DOCTYPE html>" in shown and shown.rstrip().endswith("</html>")
     assert "evil" in shown
@@ -46,7 +46,7 @@ def test_a_lone_surrogate_in_the_ledger_still_gives_a_whole_page(root: Path) -> 
 )
 def test_the_page_is_never_written_over_the_ledger_or_a_roadmap(root: Path, target: str) -> None:
     before = {p: p.read_bytes() for p in [*root.glob("roadmaps/*"), *root.glob("state/*")]}
-    out = run_hostile(root, ["report", "--html", target], 1)
+    out = cli(root, ["report", "--html", target], 1)
     assert out.stderr.startswith("agentcfg: error: ") and "roadmaps/ or state/" in out.stderr
     assert {p: p.read_bytes() for p in [*root.glob("roadmaps/*"), *root.glob("state/*")]} == before
 
@@ -55,7 +55,7 @@ def test_a_page_linked_to_a_roadmap_replaces_the_link_not_the_roadmap(root: Path
     roadmap = root / "roadmaps" / "demo.md"
     kept = roadmap.read_bytes()
     (root / "page.html").symlink_to(roadmap)
-    run_hostile(root, ["report", "--html", "page.html"], 0)
+    cli(root, ["report", "--html", "page.html"], 0)
     assert roadmap.read_bytes() == kept
     assert not (root / "page.html").is_symlink()
     assert "<!DOCTYPE html>" in (root / "page.html").read_text()

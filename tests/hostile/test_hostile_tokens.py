@@ -13,7 +13,8 @@ from agentcfg import state
 from agentcfg.hosts.registry import HOSTS, adapter
 from agentcfg.transcript import COUNT_LIMIT
 from tests.conftest import ledger, run_cli
-from tests.hostile.harness import SESSION, fire_hostile, payload, run_hostile
+from tests.hostile.commands import cli
+from tests.hostile.harness import SESSION, fire_hostile, payload
 
 DEEP = "[" * 100_000 + "]" * 100_000
 
@@ -62,7 +63,7 @@ def test_a_huge_count_in_the_ledger_leaves_every_report_whole(root: Path, digits
         ["report", "--html", "page.html"],
         ["watch", "--once"],
     ):
-        run_hostile(root, args, 0)
+        cli(root, args, 0)
 
 
 ODD_IDS: list[object] = [[1, 2], {"id": "m"}, [[["deep"]]], None, 7]
