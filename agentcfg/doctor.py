@@ -286,17 +286,36 @@ def _fires(ws: Workspace) -> list[Finding]:
 
 
 def _probes(ws: Workspace, home: Path, env: Mapping[str, str]) -> list[Finding]:
-    """Run each registered hook command as its host would, on a payload of the host's shape."""
+    """Run each registered hook command as its host would, on a payload of the host's shape:
+    only our own, the very line (and file) `hooks install` writes; any other is named, not run."""
     found: list[Finding] = []
     for name in HOSTS:
         host = adapter(name)
         for scope in ("project", "user"):
+            path = host.config_path(scope, ws.root, home, env)
             try:
-                commands = install.registered(name, host.config_path(scope, ws.root, home, env))
+                commands = install.registered(name, path)
+                ours = install.hook_command(name)
+                as_written = (
+                    commands and install.apply(path, name, ours, True).action == "unchanged"
+                )
             except AgentcfgError:
                 continue  # reported by _hosts
-            found.extend(_probe(host, scope, command, ws.root, env) for command in commands)
+            for command in commands:
+                if command == ours and as_written:
+                    found.append(_probe(host, scope, command, ws.root, env))
+                else:
+                    found.append(_foreign(host, scope, command))
     return found
+
+
+def _foreign(host: Host, scope: str, command: str) -> Finding:
+    return Finding(
+        "warning",
+        f"{host.NAME} ({scope}) probe",
+        f"`{command}` is not ours, not run: only the hook `hooks install` writes here is probed",
+        f"agentcfg hooks install --host {host.NAME} --scope {scope}",
+    )
 
 
 def _probe(host: Host, scope: str, command: str, root: Path, env: Mapping[str, str]) -> Finding:

@@ -34,11 +34,11 @@ def hook_command(host: str) -> str:
 
 def config_path(host: str, scope: str, root: Path, home: Path, env: Mapping[str, str]) -> Path:
     """The host's config file; InstallError when a project's host folder (`.claude/`, ...)
-    is a symlink that leads out of the project."""
+    or the file itself is a symlink that leads out of the project."""
     path = adapter(host).config_path(scope, root, home, env)
     if scope == "project" and path.is_relative_to(root):
         inside = root.resolve()
-        for folder in [*path.relative_to(root).parents][-2::-1]:  # .claude/, then deeper
+        for folder in [*[*path.relative_to(root).parents][-2::-1], path.relative_to(root)]:
             real = (root / folder).resolve()
             if (root / folder).is_symlink() and not real.is_relative_to(inside):
                 raise InstallError(
@@ -172,16 +172,23 @@ def apply_trust(
     if edit is None:
         return None
     what = f"{adapter(host).TITLE}'s trust in the stop hook"
-    before = edit.before.encode() if edit.before is not None else None
-    after = edit.after.encode()
+    try:
+        before = edit.before.encode() if edit.before is not None else None
+        after = edit.after.encode()
+    except UnicodeEncodeError:  # the trust names the project's folder, and a file holds UTF-8
+        raise InstallError(
+            f"the project's path {os.fsencode(root)!r} is not UTF-8, so "
+            f"{adapter(host).TITLE}'s trust cannot name it; rename the folder"
+        ) from None
     if before == after or (before is None and not after):
         return Change(edit.path, "unchanged" if before else "absent", before, before, what)
     if not after:
         if not dry_run:
             edit.path.unlink()
         return Change(edit.path, "removed", before, None, what)
-    if not dry_run:
-        state.write_bytes(edit.path, after, mode=_mode(edit.path, 0o600), private_dir=False)
+    if not dry_run:  # through a symlinked file to its target: the link stays a link
+        target = edit.path.resolve() if edit.path.is_symlink() else edit.path
+        state.write_bytes(target, after, mode=_mode(edit.path, 0o600), private_dir=False)
     return Change(edit.path, "created" if before is None else "updated", before, after, what)
 
 

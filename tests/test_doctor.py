@@ -49,7 +49,7 @@ def test_last_fire_per_host_from_the_ledger(ws: Path) -> None:
 def test_probe_is_only_run_when_asked(ws: Path) -> None:
     register(ws, "claude", "/nowhere/agentcfg hook stop --host claude")
     assert about(findings(), "probe") == []
-    assert about(findings("--probe"), "probe")[0]["level"] == "error"
+    assert about(findings("--probe"), "probe")[0]["level"] == "warning"
 
 
 @pytest.mark.parametrize("host", HOSTS)
@@ -62,36 +62,30 @@ def test_probe_of_a_good_registration(ws: Path, host: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("command", "said"),
+    "command",
     [
-        ("/old/venv/bin/agentcfg hook stop --host {host}", "not found"),
-        (sys.executable + " -S -m agentcfg hook stop --host {host}", "No module named agentcfg"),
-        ("{script} hook stop --host claud", "usage: agentcfg hook stop"),
+        "/old/venv/bin/agentcfg hook stop --host {host}",
+        sys.executable + " -m agentcfg hook stop --host {host}",
+        "{script} hook stop --host claud",
     ],
     ids=["stale-path", "wrong-interpreter", "bad-arguments"],
 )
 @pytest.mark.parametrize("host", ["claude", "cursor"])
-def test_probe_of_a_broken_registration(ws: Path, host: str, command: str, said: str) -> None:
+def test_probe_of_a_broken_registration(ws: Path, host: str, command: str) -> None:
+    """Not the line this agentcfg writes: named and not run (the wiring check says it fails)."""
     script = install.hook_command("claude").split()[0]
     shown = command.format(host=host, script=script)
     register(ws, host, shown)
-    result = run_cli("doctor", "--probe")
-    assert result.exit_code == 1
     (probe,) = about(findings("--probe"), "probe")
-    assert probe["level"] == "error"
-    assert probe["message"].startswith(f"`{shown}` answered exit ")
-    assert said in probe["message"]
+    assert probe["level"] == "warning"
+    assert probe["message"].startswith(f"`{shown}` is not ours, not run")
     assert probe["fix"].endswith(f"agentcfg hooks install --host {host} --scope project")
 
 
 def test_probe_of_a_hook_that_blocks(ws: Path) -> None:
-    """A command that answers, but not as the host expects of a session with nothing claimed."""
+    """A line that only mentions us is no hook of ours: nothing of it is probed, nothing run."""
     register(ws, "claude", "echo 'keep going' >&2; exit 2 # agentcfg hook stop")
-    (probe,) = about(findings("--probe"), "probe")
-    assert probe["message"] == (
-        "`echo 'keep going' >&2; exit 2 # agentcfg hook stop` answered exit 2 "
-        "(keep going); Claude Code expects exit 0 and nothing else"
-    )
+    assert about(findings("--probe"), "probe") == []  # not ours: not even registered as ours
 
 
 def test_probe_payloads_are_recognised_as_their_own_host() -> None:

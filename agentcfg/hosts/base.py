@@ -239,14 +239,37 @@ def read_json_file(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+# the program of our plugins' hook lines, as their hook files write it
+PLUGIN_PROGRAMS = ('"${CLAUDE_PLUGIN_ROOT}/bin/agentcfg"', '"${extensionPath}/plugin/bin/agentcfg"')
+
+
 def is_ours(command: object) -> bool:
-    """A hook command line that runs our stop or session-start hook (installed CLI, module or
-    plugin shim)."""
+    """A hook command line in the very shape `hooks install` or our plugin writes: our program
+    (the CLI, `python -m agentcfg` or the plugin's shim), `hook stop` (or `hook session-start`),
+    at most `--host NAME`, and nothing else. A line that merely mentions us (`touch X; agentcfg
+    hook stop`) is not."""
+    import shlex
+
     if not isinstance(command, str):
         return False
-    words = command.split()
-    ours = any(w.strip("\"'").endswith("agentcfg") for w in words)
-    return ours and ("stop" in words or "session-start" in words)
+    program, found, rest = command.partition(" hook stop")
+    if not found:
+        program, found, rest = command.partition(" hook session-start")
+    host = rest.removeprefix(" --host ")
+    if not found or (rest and (host == rest or not (host.isascii() and host.isalpha()))):
+        return False
+    if program in PLUGIN_PROGRAMS:
+        return True
+    try:
+        words = shlex.split(program)
+    except ValueError:
+        return False
+    if not words or shlex.join(words) != program:  # quoted as shlex.join quotes, so inert
+        return False
+    name = words[0].rsplit("/", 1)[-1]
+    return (len(words) == 1 and name == "agentcfg") or (
+        words[1:] == ["-m", "agentcfg"] and name.startswith("python")
+    )
 
 
 SESSION_START = "SessionStart"  # Claude Code's and Qwen Code's event, source `compact` after one
