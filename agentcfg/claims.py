@@ -11,7 +11,7 @@ from agentcfg import contract, state
 from agentcfg.core.ladder import RunState, clamp
 from agentcfg.core.records import Record
 from agentcfg.core.times import format_duration, iso, parse_iso
-from agentcfg.errors import ClaimError, RoadmapError
+from agentcfg.errors import AgentcfgError, ClaimError, RoadmapError
 from agentcfg.paths import CLAIMS, PENDING, RUNS
 from agentcfg.paths import session_key as session_key
 from agentcfg.workspace import Workspace
@@ -54,6 +54,10 @@ def resolve_session(explicit: str | None, env: Mapping[str, str], host_env: Sequ
         raise ClaimError(
             "no session id: pass --session or set one of " + ", ".join(f"${n}" for n in names)
         )
+    try:
+        check_session(found)
+    except ClaimError as exc:  # not "no session": whoever passed it is not the person's shell
+        raise AgentcfgError(str(exc)) from None
     return found
 
 
@@ -149,7 +153,7 @@ def check_session(session_id: str) -> None:
     """ClaimError for a session id no state file can hold: refused before anything is written."""
     from agentcfg.core.visible import visible
 
-    if len(session_id) > SESSION_LIMIT or visible(session_id) != session_id:
+    if len(session_id) > SESSION_LIMIT or not session_id.isprintable():
         raise ClaimError(
             f"bad session id {visible(session_id[:64])!r}: at most {SESSION_LIMIT} printable "
             "characters"

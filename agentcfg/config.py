@@ -226,6 +226,9 @@ def _chain(
     if not isinstance(stop, list):
         problems.append("chain.stop: expected a list of concerns; using the default chain")
         return default
+    if not stop:  # no concern at all would allow every turn end: continuation silently off
+        problems.append("chain.stop: an empty chain continues nothing; using the default chain")
+        return default
     entries: list[ChainEntry] = []
     for item in stop:
         spec = {"name": item} if isinstance(item, str) else item

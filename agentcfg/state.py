@@ -63,9 +63,21 @@ def ensure_dir(path: Path) -> Path:
         except (FileExistsError, NotADirectoryError):
             raise StateError(f"{folder} is not a folder; move it out of the way") from None
         os.chmod(folder, 0o700)
-        if folder.name == STATE:
-            _write_new(folder / ".gitignore", b"*\n")
+    top = _state_top(path)
+    if top is not None and not os.path.lexists(top / ".gitignore"):
+        # first use of a state/ that was there before (a repository's state/.gitkeep): ours now
+        with contextlib.suppress(OSError):
+            os.chmod(top, 0o700)
+        _write_new(top / ".gitignore", b"*\n")
     return path
+
+
+def _state_top(path: Path) -> Path | None:
+    """The state folder at or above `path`, None when there is none."""
+    parts = path.parts
+    if STATE not in parts:
+        return None
+    return Path(*parts[: len(parts) - parts[::-1].index(STATE)])
 
 
 def _write_new(path: Path, data: bytes) -> None:

@@ -160,6 +160,10 @@ def mark_done(ws: Workspace, slug: str, step_id: str, proven: str | None = None)
     """
     slug = ws.canonical(slug)
     path = ws.roadmap_path(slug)
+    if not path.resolve().is_relative_to(ws.root.resolve()):
+        raise RoadmapError(
+            f"roadmaps/{slug}.md leads outside the workspace, to {path.resolve()}; it is not written"
+        )
     with state.locked(ws.state / LOCKS / f"roadmap-{slug}.lock"):
         data = path.read_bytes()
         current = loading.parse_bytes(ws, data, path)
