@@ -180,15 +180,19 @@ def _drop_comments(text: str) -> str:
     return "".join(parts)
 
 
-def parse_roadmap(text: str) -> Roadmap:
-    """Parse a roadmap's text. Never raises on any input string."""
+def parse_roadmap(text: str, shortcut: bool = True) -> Roadmap:
+    """Parse a roadmap's text. Never raises on any input string.
+
+    `shortcut` reads one-line top-level checkbox items without markdown-it, as markdown-it
+    would (see `_simple_items`); False sends every line through it, to check the two agree.
+    """
     text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     problems: list[Problem] = []
     meta, body, offset = _split_frontmatter(text, problems)
     mode = _mode_of(meta, problems)
     title = meta.get("title") if isinstance(meta.get("title"), str) else None
     marks = _marks_of(meta, problems)
-    phases, steps = _parse_body(body, offset, marks, problems)
+    phases, steps = _parse_body(body, offset, marks, problems, shortcut)
     return Roadmap(mode, title, tuple(phases), tuple(steps), tuple(problems))
 
 
@@ -287,7 +291,7 @@ class _Draft(Record):
 
 
 def _parse_body(
-    body: str, offset: int, marks: dict[str, str], problems: list[Problem]
+    body: str, offset: int, marks: dict[str, str], problems: list[Problem], shortcut: bool
 ) -> tuple[list[Phase], list[Step]]:
     from markdown_it import MarkdownIt
 
@@ -296,7 +300,21 @@ def _parse_body(
     # and so are link reference definitions (no checkbox item can be one).
     parser.core.ruler.disable("inline")
     parser.block.ruler.disable("reference")
-    tokens = parser.parse(body)
+    lines = body.split("\n")
+    simple = _simple_items(lines) if shortcut else {}
+    if simple:  # those lines are left blank for markdown-it: it parses everything else
+        tokens = parser.parse(
+            "\n".join("" if n in simple else line for n, line in enumerate(lines))
+        )
+    else:
+        tokens = parser.parse(body)
+    items: list[tuple[int, int | str]] = [
+        (token.map[0], index)
+        for index, token in enumerate(tokens)
+        if token.type == "list_item_open" and token.map is not None
+    ]
+    if simple:
+        items = sorted([*items, *simple.items()], key=lambda item: item[0])
     headings = _headings(tokens, offset)
     found: dict[str, Phase] = {}
     for at, _, title, phase_id in headings:
@@ -311,10 +329,8 @@ def _parse_body(
     stray: dict[tuple[int, str | None], list[int]] = {}  # section: lines of its checkboxes
     upcoming = iter(headings)
     heading = next(upcoming, None)
-    for index, token in enumerate(tokens):
-        if token.type != "list_item_open" or token.map is None:
-            continue
-        line = token.map[0] + offset + 1
+    for at_line, item in items:
+        line = at_line + offset + 1
         while heading is not None and heading[0] <= line:
             at, level, title, phase_id = heading
             while stack and stack[-1][0] >= level:
@@ -323,7 +339,7 @@ def _parse_body(
                 stack.append((level, phase_id))
             section = (at, title)
             heading = next(upcoming, None)
-        box = _box(tokens, index)
+        box = _box(tokens, item) if isinstance(item, int) else _CHECKBOX.match(item)
         if box is None:
             continue
         if phased and not stack:
@@ -331,7 +347,7 @@ def _parse_body(
             continue
         phase = stack[-1][1] if phased else phases[0].id
         ordinals[phase] = ordinals.get(phase, 0) + 1
-        own, nested, _ = _item_parts(tokens, index)
+        own, nested, _ = _item_parts(tokens, item) if isinstance(item, int) else ([item], [], 0)
         drafts.append(
             _draft(own, nested, box, marks, f"{phase}.{ordinals[phase]}", phase, line, problems)
         )
@@ -346,6 +362,54 @@ def _parse_body(
             )
             problems.append(Problem(at or lines[0], "note", message))
     return phases, _settle_labels(drafts, problems)
+
+
+def _simple_items(lines: list[str]) -> dict[int, str]:
+    """The lines that are one-line checkbox items at the top level (`- [ ] text`), by line
+    number, with the text markdown-it would give their paragraph; {} when any line of the
+    body could open a fenced code or HTML block, which would hold the lines after it.
+
+    markdown-it gives each such line the same item it would read itself: a `- [` line at the
+    margin always opens a top-level item, and its paragraph ends at the next line unless that
+    line continues it, which the last line of a run is checked for. Left blank, the lines
+    change nothing markdown-it makes of the rest.
+    """
+    body = "\n".join(lines)
+    if "\0" in body or re.search(_HOLDING, body, re.M | re.I):
+        return {}
+    item = re.compile(r"- \[[^\]\[\\\n\t]\](?:[ \t].*)?")
+    found: dict[int, str] = {}
+    index, size = 0, len(lines)
+    while index < size:
+        if not item.fullmatch(lines[index]):
+            index += 1
+            continue
+        end = index
+        while end < size and item.fullmatch(lines[end]):
+            end += 1
+        if not _closes_item(lines, end):
+            end -= 1  # the last one's paragraph may go on: markdown-it reads that item
+        for number in range(index, end):
+            found[number] = lines[number][2:].strip()
+        index = max(end, index + 1)
+    return found
+
+
+# a line whose block can hold the lines after it: a code fence, or an HTML block (any line
+# opening with `<`, which covers every kind)
+_HOLDING = r"^[ \t>]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)*(?:```|~~~|<)"
+
+
+def _closes_item(lines: list[str], end: int) -> bool:
+    """Nothing from line `end` on belongs to the item on the line before it: the end, a heading
+    at the margin, or blank lines and then the end or a line at the margin."""
+    if end < len(lines) and re.match(r"#{1,6}(?:[ \t]|$)", lines[end]):
+        return True
+    if end < len(lines) and lines[end].strip(" \t"):
+        return False  # a line right after it: the paragraph's continuation, or more of the item
+    while end < len(lines) and not lines[end].strip(" \t"):
+        end += 1
+    return end == len(lines) or lines[end][0] not in " \t"
 
 
 def _headings(tokens: Sequence[Token], offset: int) -> list[tuple[int, int, str, str | None]]:
