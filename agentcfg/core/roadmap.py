@@ -300,12 +300,10 @@ def _parse_body(
     # and so are link reference definitions (no checkbox item can be one).
     parser.core.ruler.disable("inline")
     parser.block.ruler.disable("reference")
-    lines = body.split("\n")
-    simple = _simple_items(lines) if shortcut else {}
+    rows = body.split("\n")
+    simple = _simple_items(rows) if shortcut else {}
     if simple:  # those lines are left blank for markdown-it: it parses everything else
-        tokens = parser.parse(
-            "\n".join("" if n in simple else line for n, line in enumerate(lines))
-        )
+        tokens = parser.parse("\n".join("" if n in simple else row for n, row in enumerate(rows)))
     else:
         tokens = parser.parse(body)
     items: list[tuple[int, int | str]] = [
@@ -675,6 +673,8 @@ def _read(text: str, markers: _Markers) -> str:
     comment opening with one, or a code span holding only the keyword; a code span that
     merely mentions one is text.
     """
+    if "`" not in text and "<!--" not in text and _KEYWORD.search(text) is None:
+        return text  # nothing to take out, as in most step texts
     segments = _segments(text)
     kept: list[str] = []
     index = pos = 0  # pos: the text before it is kept or taken

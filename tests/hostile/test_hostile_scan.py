@@ -21,7 +21,7 @@ LINES = [
 ]  # fmt: skip
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.lists(st.sampled_from(LINES), max_size=30))
 def test_the_shortcut_reads_every_roadmap_as_markdown_it_does(lines: list[str]) -> None:
     text = "\n".join(lines)
@@ -29,13 +29,13 @@ def test_the_shortcut_reads_every_roadmap_as_markdown_it_does(lines: list[str]) 
     assert parse_roadmap(text + "\n") == parse_roadmap(text + "\n", shortcut=False)
 
 
-def test_a_100k_step_roadmap_parses_five_times_faster_than_through_markdown_it_alone() -> None:
-    text = "---\nexecution: {mode: autonomous}\n---\n## Phase 1\n" + "- [ ] x\n" * 100_000
+def test_a_50k_step_roadmap_parses_five_times_faster_than_through_markdown_it_alone() -> None:
+    text = "---\nexecution: {mode: autonomous}\n---\n## Phase 1\n" + "- [ ] x\n" * 50_000
 
     def cpu(shortcut: bool) -> float:
         started = time.process_time()
         found = scan(parse_roadmap(text, shortcut))
-        assert found.counts.open == 100_000
+        assert found.counts.open == 50_000
         return time.process_time() - started
 
     slow, fast = cpu(False), cpu(True)
