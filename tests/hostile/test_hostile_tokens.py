@@ -92,7 +92,7 @@ def test_odd_message_ids_and_deep_nesting_are_passed_over(tmp_path: Path, host: 
     spec = adapter(host)
     fields = {"transcript_path": str(path), "transcriptPath": str(path), "session_id": "s"}
     spec.to_event({**spec.probe(str(tmp_path)).payload, **fields})
-    spent = spec.usage_since(str(path), None)
+    spent = spec.usage_since(str(path), None, 0.0)
     assert spent.end in (None, path.stat().st_size)
 
 
