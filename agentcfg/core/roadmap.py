@@ -337,7 +337,7 @@ def _parse_body(
                 stack.append((level, phase_id))
             section = (at, title)
             heading = next(upcoming, None)
-        box = _box(tokens, item) if isinstance(item, int) else _CHECKBOX.match(item)
+        box = _box(tokens, item) if isinstance(item, int) else re.match(_CHECKBOX, item)
         if box is None:
             continue
         if phased and not stack:
@@ -673,7 +673,7 @@ def _read(text: str, markers: _Markers) -> str:
     comment opening with one, or a code span holding only the keyword; a code span that
     merely mentions one is text.
     """
-    if "`" not in text and "<!--" not in text and _KEYWORD.search(text) is None:
+    if "`" not in text and "<!--" not in text and re.search(_KEYWORD, text) is None:
         return text  # nothing to take out, as in most step texts
     segments = _segments(text)
     kept: list[str] = []
