@@ -68,10 +68,20 @@ def test_each_host_runs_the_shim_through_its_plugin_root(
     hooks: Path, event: str, root: str, host: str
 ) -> None:
     data = load(hooks)["hooks"]
-    assert isinstance(data, dict) and next(iter(data)) == event  # then Claude's SessionStart
+    assert isinstance(data, dict) and next(iter(data)) == event  # then SessionStart
     (group,) = data[event]
     (hook,) = group["hooks"]
     assert hook["command"] == f'"{root}/bin/agentcfg" hook stop --host {host}'
+
+
+@pytest.mark.parametrize("host", ["claude", "codex"])
+def test_claude_and_codex_plugins_re_inject_the_step_after_a_compaction(host: str) -> None:
+    (group,) = load(PLUGIN / "hooks" / f"{host}-hooks.json")["hooks"]["SessionStart"]
+    (hook,) = group["hooks"]
+    assert group["matcher"] == "compact"
+    assert hook["command"] == (
+        f'"${{CLAUDE_PLUGIN_ROOT}}/bin/agentcfg" hook session-start --host {host}'
+    )
 
 
 def test_the_manifests_point_at_their_hooks() -> None:

@@ -1,4 +1,5 @@
-"""Codex CLI: `Stop` hooks in `.codex/hooks.json` (or `$CODEX_HOME/hooks.json`).
+"""Codex CLI: `Stop` hooks in `.codex/hooks.json` (or `$CODEX_HOME/hooks.json`), and a
+`SessionStart` hook with matcher `compact` for the start after a compaction.
 
 Its payload carries its own `turn_id`, stable through a continuation loop. It blocks a stop
 on exit 2 and hands stderr to the model. Codex runs a project's hooks only in a trusted
@@ -60,26 +61,45 @@ def codex_home(home: Path, env: Mapping[str, str]) -> Path:
 
 parse = defaults.parse
 render = defaults.render
-install = defaults.install
-uninstall = defaults.uninstall
 registered = defaults.registered
+
+
+def install(document: dict[str, Any], command: str) -> dict[str, Any]:
+    """Our Stop hook, and our SessionStart hook for the session's start after a compaction."""
+    from agentcfg.hosts.base import SESSION_START, install_hook, session_start_entry
+
+    result = defaults.install(document, command)
+    compact = {"matcher": COMPACT}
+    return install_hook(result, SESSION_START, session_start_entry(command), group=compact)
+
+
+def uninstall(document: dict[str, Any]) -> dict[str, Any]:
+    from agentcfg.hosts.base import SESSION_START, uninstall_hook
+
+    return uninstall_hook(defaults.uninstall(document), SESSION_START)
 
 
 # Trust. Codex keys a hook's trust by "<hooks.json>:<event>:<group>:<index>" and hashes the
 # hook's normalised identity: sha256 of the compact, key-sorted JSON of its event name and
-# handler (async false, the command, the timeout in seconds, type "command").
+# handler (async false, the command, the timeout in seconds, type "command"), and the group's
+# matcher when it has one.
 
 TRUST_BEGIN = "# >>> agentcfg hooks install --trust (agentcfg hooks uninstall takes this out)"
 TRUST_END = "# <<< agentcfg"
+COMPACT = "compact"
+# Our events in hooks.json, by the name Codex gives them in a trust key and a hash.
+_EVENTS = {"Stop": "stop", "SessionStart": "session_start"}
 
 
-def hook_hash(command: str, timeout: int) -> str:
+def hook_hash(command: str, timeout: int, event: str = "stop", matcher: str | None = None) -> str:
     import json
 
     from agentcfg.core.digest import sha256_hex
 
     handler = {"async": False, "command": command, "timeout": timeout, "type": "command"}
-    identity = {"event_name": "stop", "hooks": [handler]}
+    identity: dict[str, object] = {"event_name": event, "hooks": [handler]}
+    if matcher is not None:
+        identity["matcher"] = matcher
     text = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return "sha256:" + sha256_hex(text.encode())
 
@@ -88,17 +108,19 @@ def _our_hooks(document: Mapping[str, Any], path: Path) -> list[tuple[str, str]]
     """(trust key, current hash) of each of our hooks in a hooks.json document."""
     from agentcfg.hosts.base import is_ours
 
-    groups = (
-        document.get("hooks", {}).get(EVENT) if isinstance(document.get("hooks"), dict) else None
-    )
+    hooks = document.get("hooks")
     found = []
-    for i, group in enumerate(groups if isinstance(groups, list) else []):
-        inner = group.get("hooks") if isinstance(group, dict) else None
-        for j, hook in enumerate(inner if isinstance(inner, list) else []):
-            if isinstance(hook, dict) and is_ours(hook.get("command")):
-                timeout = hook.get("timeout")
-                seconds = timeout if type(timeout) is int else 600  # Codex's default
-                found.append((f"{path}:stop:{i}:{j}", hook_hash(hook["command"], seconds)))
+    for name, event in _EVENTS.items():
+        groups = hooks.get(name) if isinstance(hooks, dict) else None
+        for i, group in enumerate(groups if isinstance(groups, list) else []):
+            inner = group.get("hooks") if isinstance(group, dict) else None
+            matcher = group.get("matcher") if isinstance(group, dict) else None
+            for j, hook in enumerate(inner if isinstance(inner, list) else []):
+                if isinstance(hook, dict) and is_ours(hook.get("command")):
+                    timeout = hook.get("timeout")
+                    seconds = timeout if type(timeout) is int else 600  # Codex's default
+                    current = hook_hash(hook["command"], seconds, event, matcher)
+                    found.append((f"{path}:{event}:{i}:{j}", current))
     return found
 
 
@@ -207,8 +229,11 @@ def _key(text: str) -> str:
 
 
 def checks(path: Path, root: Path, home: Path, env: Mapping[str, str]) -> list[Finding]:
-    """Both trusts Codex needs before it runs the hook: the project's, and each hook's hash."""
-    from agentcfg.hosts.base import Finding, HostFileError, read_json_file
+    """Both trusts Codex needs before it runs our hooks: the project's, and each hook's hash;
+    and a warning when the session-start hook is missing."""
+    import sys
+
+    from agentcfg.hosts.base import Finding, HostFileError, read_json_file, session_start_finding
 
     target = _trust_file(home, env)
     scope = "project" if path.is_relative_to(root) else "user"
@@ -231,18 +256,19 @@ def checks(path: Path, root: Path, home: Path, env: Mapping[str, str]) -> list[F
                 fix,
             ))  # fmt: skip
     for key, current in _our_hooks(read_json_file(path) or {}, path):
+        which = "session-start" if ":session_start:" in key else "stop"
         trusted = _trusted_hash(config, key)
         if trusted == current:
-            found.append(Finding("ok", NAME, f"the stop hook's hash is trusted ({key})"))
+            found.append(Finding("ok", NAME, f"the {which} hook's hash is trusted ({key})"))
             continue
         why = "has no trusted hash" if trusted is None else "has a trusted hash of an older command"
         found.append(Finding(
             "error", NAME,
-            f"the stop hook {why} in {target}: Codex skips it without a word "
+            f"the {which} hook {why} in {target}: Codex skips it without a word "
             f'(needs [hooks.state."{key}"] trusted_hash = "{current}")',
             fix,
         ))  # fmt: skip
-    return found
+    return found + session_start_finding(sys.modules[__name__], path)
 
 
 def probe(cwd: str) -> Probe:

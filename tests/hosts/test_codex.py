@@ -80,6 +80,14 @@ def test_the_hash_is_the_one_codex_reports() -> None:
     assert codex.hook_hash("/usr/bin/agentcfg hook stop --host codex", 30) == (
         "sha256:af3283bf4028382ba87b087cd1dd08def96ef4e8b89b610bf5601afc747671ad"
     )
+    # and these for a SessionStart hook, with the group's matcher and without one
+    command = "/usr/bin/agentcfg hook session-start --host codex"
+    assert codex.hook_hash(command, 30, "session_start", "compact") == (
+        "sha256:77981d498832e760db6c4839378e358f4df396af0900cb4bc5eaa403703237a3"
+    )
+    assert codex.hook_hash(command, 30, "session_start") == (
+        "sha256:1972c9d8dc8c9b59fe11ef42c52145b2ee4359f7b16a3ff9284bf5c2641a2546"
+    )
 
 
 @pytest.fixture
@@ -94,15 +102,16 @@ def test_install_names_the_missing_trust_and_trust_writes_it(ws: Path, codex_hom
     (codex_home / "config.toml").write_text(CONFIG)
     plain = run_cli("hooks", "install", "--host", "codex")
     assert f'needs [projects."{ws}"] trust_level = "trusted"' in plain.output
-    key = f"{ws}/.codex/hooks.json:stop:0:0"
-    assert f'needs [hooks.state."{key}"] trusted_hash = "sha256:' in plain.output
-    assert [f["level"] for f in findings("codex")] == ["error", "error"]
+    keys = [f"{ws}/.codex/hooks.json:stop:0:0", f"{ws}/.codex/hooks.json:session_start:0:0"]
+    for key in keys:
+        assert f'needs [hooks.state."{key}"] trusted_hash = "sha256:' in plain.output
+    assert [f["level"] for f in findings("codex")] == ["error", "error", "error"]
     trusted = run_cli("hooks", "install", "--host", "codex", "--trust")
     assert trusted.exit_code == 0, trusted.output
     text = (codex_home / "config.toml").read_text()
     assert text.startswith(CONFIG)  # every byte and comment of the person's file kept
-    assert f'[hooks.state."{key}"]' in text and f'[projects."{ws}"]' in text
-    assert [f["level"] for f in findings("codex")] == ["ok", "ok"]
+    assert all(f'[hooks.state."{key}"]' in text for key in keys) and f'[projects."{ws}"]' in text
+    assert [f["level"] for f in findings("codex")] == ["ok", "ok", "ok"]
     again = run_cli("hooks", "install", "--host", "codex", "--trust")
     assert again.output.count("unchanged") == 2
     assert run_cli("hooks", "uninstall", "--host", "codex").exit_code == 0
