@@ -1,6 +1,6 @@
 """`agentcfg hook session-start`: when a host has compacted a session's context, tell the agent
 again which roadmap its session holds, the step to work, its verify line and where the run
-stands. Registered for the hosts' own after-compaction event (Claude Code's and Qwen Code's
+stands. Registered for the hosts' own after-compaction event (Claude Code's, Codex's and Qwen Code's
 `SessionStart` with source `compact`).
 
 A session with no claim gets nothing, as cheaply as the stop hook's preflight; anything that
