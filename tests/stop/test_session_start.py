@@ -43,7 +43,7 @@ def claimed(ws: Path) -> Path:
     return ws
 
 
-@pytest.mark.parametrize("host", ["claude", "qwen"])
+@pytest.mark.parametrize("host", ["claude", "codex", "qwen"])
 def test_after_a_compaction_the_claimed_step_comes_back_as_context(
     claimed: Path, host: str, snapshot: SnapshotAssertion
 ) -> None:
