@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich import box
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
@@ -22,7 +22,7 @@ from rich.text import Text
 from agentcfg import claims, contract, controls, loading, state
 from agentcfg.config import load_config
 from agentcfg.core.contract import judge
-from agentcfg.core.report import TOKENS_LIMIT
+from agentcfg.core.report import FLEET_EVENTS, TOKENS_LIMIT, Fleet
 from agentcfg.core.roadmap import Roadmap, clip, scan
 from agentcfg.core.times import format_duration, parse_iso
 from agentcfg.core.visible import visible
@@ -74,6 +74,7 @@ class LedgerTail:
         self.last: dict[tuple[str, str], tuple[str, float]] = {}
         self.tokens: dict[tuple[str, str], int] = {}
         self.resumes: dict[tuple[str, str], float] = {}  # the waits of `agentcfg run`
+        self.fleet = Fleet()  # fleets on the workspace's roadmaps: members, leases, integrations
 
     def read(self) -> None:
         """Take in the lines appended since the last read (all of them after a rotation)."""
@@ -105,6 +106,9 @@ class LedgerTail:
         except (ValueError, RecursionError):
             return
         if not isinstance(event, dict):
+            return
+        if event.get("event") in FLEET_EVENTS:
+            self.fleet.add(str(event["event"]), event)
             return
         key = (event.get("run"), event.get("slug"))
         at = parse_iso(event.get("at"))
@@ -217,6 +221,29 @@ def render(views: list[RunView], now: float) -> Table:
     return table
 
 
+def fleet_table(fleet: dict[str, Any] | None) -> Table | None:
+    """The fleets' members and who holds which step now; None when the ledger saw no fleet."""
+    if not fleet:
+        return None
+    table = Table(
+        title=f"fleet · {fleet['integrated']} integrated, {fleet['reopened']} reopened, "
+        f"{fleet['takeovers']} taken over",
+        box=box.SIMPLE_HEAD,
+        title_justify="left",
+    )
+    for name in ("member", "leased", "integrated", "reopened", "holding now"):
+        table.add_column(name, justify="left" if name in ("member", "holding now") else "right")
+    holding: dict[str, list[str]] = {}
+    for held in fleet["holding"]:
+        holding.setdefault(held["member"], []).append(f"{held['slug']} {held['step']}")
+    for member, done in fleet["members"].items():
+        table.add_row(
+            Text(visible(member)), str(done["leased"]), str(done["integrated"]),
+            str(done["reopened"]), Text(visible(", ".join(holding.get(member, [])) or "-")),
+        )  # fmt: skip
+    return table
+
+
 def _progress(view: RunView) -> Text:
     if view.done is None:
         return Text("unreadable", "red")
@@ -242,8 +269,9 @@ def _last(view: RunView, now: float) -> str:
 def frame(ws: Workspace, env: Mapping[str, str], now: float, width: int | None = None) -> str:
     """One frame as plain text: `watch --once`."""
     console = Console(width=width or 100, no_color=True, highlight=False, force_terminal=False)
+    ledger = LedgerTail(ws)
     with console.capture() as captured:
-        console.print(render(snapshot(ws, env, LedgerTail(ws)), now))
+        console.print(_screen(snapshot(ws, env, ledger), ledger, now))
     return "".join(line.rstrip() + "\n" for line in captured.get().splitlines())
 
 
@@ -266,10 +294,16 @@ def follow(
                 now_seen = _signature(ws)
                 if now_seen != seen:
                     seen, views = now_seen, read(ws, env, ledger)
-                live.update(render(views, clock()), refresh=True)  # ages move on regardless
+                live.update(_screen(views, ledger, clock()), refresh=True)  # ages move on
                 sleep(interval)
     except KeyboardInterrupt:
         return
+
+
+def _screen(views: list[RunView], ledger: LedgerTail, now: float) -> RenderableType:
+    fleet = fleet_table(ledger.fleet.to_json())
+    runs = render(views, now)
+    return runs if fleet is None else Group(runs, fleet)
 
 
 def _signature(ws: Workspace) -> Any:

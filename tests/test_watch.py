@@ -18,7 +18,7 @@ from tests.conftest import cli_process, run_cli, write_roadmap
 T0 = 1_790_000_000.0
 
 
-def append(root: Path, name: str, at: float, run: str, slug: str, **fields: object) -> None:
+def append(root: Path, name: str, at: float, run: str | None, slug: str, **fields: object) -> None:
     state.append_ledger(root / "state", state.event(name, at, run, slug, **fields))
 
 
@@ -123,3 +123,25 @@ def test_once_as_a_process(busy: Path) -> None:
     proc = cli_process(busy, "watch", "--once")
     assert proc.returncode == 0, proc.stderr
     assert "2 claimed runs" in proc.stdout and "12,345" in proc.stdout
+
+
+def test_a_fleet_shows_its_members_and_who_holds_which_step(
+    ws: Path, snapshot: SnapshotAssertion
+) -> None:
+    for n, (name, fields) in enumerate(
+        [
+            ("leased", {"step": "1.2", "member": 1}),
+            ("leased", {"step": "1.3", "member": 2}),
+            ("integrated", {"step": "1.2", "member": 1}),
+            ("leased", {"step": "2.1", "member": 1}),
+            ("lease-expired", {"step": "1.3", "member": 3}),
+            ("leased", {"step": "1.3", "member": 3}),
+        ]
+    ):
+        append(ws, name, T0 + n, None, "demo", **fields)
+    frame = watch.frame(Workspace(ws), {}, T0 + 60)
+    assert frame[frame.index("fleet ·") :] == snapshot
+
+
+def test_without_a_fleet_there_is_no_fleet_table(busy: Path) -> None:
+    assert "fleet ·" not in watch.frame(Workspace(busy), {}, T0 + 600)
