@@ -59,3 +59,14 @@ def test_engage_through_the_plugin_stays_lean(ws: Path) -> None:
     run_cli("roadmap", "status", "demo")
     result = probe(ws, fixture_payload(1, ws), AGENTCFG_PLUGIN="1")
     assert result == {"code": 2, "heavy": ["(json)", "(pathlib)", "(re)"]}
+
+
+def test_a_full_parse_of_a_plain_frontmatter_loads_no_yaml_library(ws: Path) -> None:
+    """`execution:` / `mode:` lines are read without ruamel.yaml; only the markdown parser."""
+    run_cli("sessions", "claim", "demo", "--session", str(fixture_payload(1, ws)["session_id"]))
+    (ws / "agentcfg.yaml").write_text("mode: enforce\n")
+    for cached in (ws / "state" / "cache").glob("roadmap-*"):
+        cached.unlink()
+    result = probe(ws, fixture_payload(1, ws))
+    assert result["code"] == 2
+    assert "ruamel" not in result["heavy"] and "markdown_it" in result["heavy"]
