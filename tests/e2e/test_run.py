@@ -220,21 +220,27 @@ def test_a_plain_run_ends_complete(tmp_path: Path, host: str) -> None:
         assert started["session"] == session and started["run"] == session_key(session)
 
 
+def assert_paused_once(run: Driven) -> dict[str, Any]:
+    """One pause at a usage limit, then a resume of the same session, then `complete`; the resume."""
+    events = run.events()
+    assert events.count("paused-usage-limit") == 1, events
+    assert (
+        events.index("paused-usage-limit") < events.index("run-resume") < events.index("complete")
+    )
+    resumed: dict[str, Any] = next(e for e in run.ledger() if e["event"] == "run-resume")
+    assert (resumed["reason"], resumed["same_session"]) == ("usage-limit", True)
+    assert run.ending()["restarts"] == 1
+    assert "paused at a usage limit" in run.proc.stderr
+    return resumed
+
+
 def test_a_usage_limit_pauses_then_resumes_to_complete(tmp_path: Path) -> None:
     # one refusal announcing a reset 120 s away: too far for Claude Code to wait for in-process
     limit = Limit(requests=1, reset_in=120)
     run = drive("claude", tmp_path, "--max-wait", "2s", limit=limit)
     assert len(limit.refused) == 1
     assert_complete(run)
-    events = run.events()
-    assert events.count("paused-usage-limit") == 1, events
-    assert (
-        events.index("paused-usage-limit") < events.index("run-resume") < events.index("complete")
-    )
-    resumed = next(e for e in run.ledger() if e["event"] == "run-resume")
-    assert resumed["reason"] == "usage-limit" and resumed["same_session"] is True
-    assert run.ending()["restarts"] == 1
-    assert "paused at a usage limit" in run.proc.stderr
+    assert_paused_once(run)
 
 
 def test_a_run_the_host_cuts_short_resumes_to_complete(tmp_path: Path) -> None:
@@ -400,3 +406,21 @@ def test_copilot_cut_short_by_its_block_cap_is_resumed_to_complete(tmp_path: Pat
     assert_complete(run, steps=10)
     resumes = [e for e in run.ledger() if e["event"] == "run-resume"]
     assert [(e["reason"], e["same_session"]) for e in resumes] == [("cut-short", True)]
+
+
+def test_gemini_at_its_usage_limit_is_resumed_in_the_same_session(tmp_path: Path) -> None:
+    """One refusal announcing a `retryDelay` of 400 s: above the 300 s Gemini CLI waits out
+    in-process, so it exits 1 at once with `TerminalQuotaError … Suggested retry after 400s.`,
+    the driver reads the reset from that and resumes the same session once it has passed
+    (`--max-wait 2s` caps the wait). The refusal meets the third request, after a model turn
+    is saved: refused at its very first request, Gemini CLI 0.61.0 saves a session of user
+    messages only, and each `--resume` of it exits non-zero until the driver halts at its
+    restart cap."""
+    limit = LimitAt(3, reset_in=400)
+    run = drive("gemini", tmp_path, "--max-wait", "2s", limit=limit)
+    assert len(limit.refused) == 1, run.failure()
+    assert_complete(run)
+    resumed = assert_paused_once(run)
+    assert resumed["session"] == run.ending()["session"]
+    paused = next(e for e in run.ledger() if e["event"] == "paused-usage-limit")
+    assert paused["reset_at"], paused  # read from `Suggested retry after 400s.`
