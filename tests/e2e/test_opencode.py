@@ -124,15 +124,16 @@ def test_the_same_words_in_two_replies_are_two_replies(tmp_path: Path) -> None:
     """Steps closed with --no-verify, each followed by "That step is done.": the gate refuses
     the first once, and the second reply of the same words, a new message, is continued as
     its own reply, not taken for the one refused (OpenCode has no transcript to tell them
-    apart: the plugin sends the reply's message id)."""
+    apart: the plugin sends the reply's message id). Boxes ticked without a proof never make
+    the run complete: it keeps naming them until the stall rung halts it, told."""
     root, env = workspace(tmp_path, "opencode", steps=3)
     script = Script("e2e", AGENTCFG, no_verify=True)
     opencode(root, env, script)
     seen = events(root)
-    # the refusal's own fire defers to it; every later reply is continued, to the end
-    assert seen == [
-        "claimed", "engage", "refused", "deferred-quality-gate", "engage", "engage", "complete"
+    # the refusal's own fire defers to it; every later reply is continued, to a told ending
+    assert seen[:6] == [
+        "claimed", "engage", "refused", "deferred-quality-gate", "engage", "engage"
     ], seen  # fmt: skip
-    assert ticked(root) == 3
+    assert seen[-1] == "halt-stall" and "complete" not in seen, seen
     replies = [e["reply"] for e in ledger(root) if e["event"] == "engage"]
-    assert len(set(replies)) == len(replies) == 3
+    assert len(set(replies)) == len(replies) >= 3

@@ -142,25 +142,29 @@ def test_codex_by_its_marketplace(tmp_path: Path) -> None:
     root, home, codex_home, env = codex_project(tmp_path)
     for args in (("marketplace", "add", str(REPO)), ("add", "agentcfg@agentcfg")):
         host_cli(codex, "plugin", *args, cwd=root, env=env)
-    (hook,) = codex_hooks(codex, root, env)
-    assert (hook["source"], hook["pluginId"], hook["trustStatus"]) == (
-        "plugin", "agentcfg@agentcfg", "untrusted",
-    )  # fmt: skip
-    # trusted as a person trusts it: the hash Codex reports, under the key Codex lists
+    hooks = {hook["eventName"]: hook for hook in codex_hooks(codex, root, env)}
+    assert sorted(hooks) == ["sessionStart", "stop"]  # the stop hook, and the re-injection
+    for hook in hooks.values():
+        assert (hook["source"], hook["pluginId"], hook["trustStatus"]) == (
+            "plugin", "agentcfg@agentcfg", "untrusted",
+        )  # fmt: skip
+    # trusted as a person trusts them: the hashes Codex reports, under the keys Codex lists
     with (codex_home / "config.toml").open("a") as config:
-        command_hash, content_hash = hook["currentHash"].split("/")
-        config.write(
-            f'\n[hooks.state."{hook["key"]}"]\ntrusted_hash = "{command_hash}"\n'
-            f'trusted_content_hash = "{content_hash}"\n'
-        )
-    assert [h["trustStatus"] for h in codex_hooks(codex, root, env)] == ["trusted"]
+        for hook in hooks.values():
+            command_hash, content_hash = hook["currentHash"].split("/")
+            config.write(
+                f'\n[hooks.state."{hook["key"]}"]\ntrusted_hash = "{command_hash}"\n'
+                f'trusted_content_hash = "{content_hash}"\n'
+            )
+    assert [h["trustStatus"] for h in codex_hooks(codex, root, env)] == ["trusted"] * 2
+    hook = hooks["stop"]
     findings = json.loads(agentcfg(root, env, "doctor", "--json"))
     wiring = [(f["level"], f["subject"]) for f in findings if f["subject"].startswith("codex")]
     assert wiring == [("ok", "codex (plugin)")]
     run = exec_codex(root, home, env, idle=False)
     assert not (root / ".codex").exists() and not (codex_home / "hooks.json").exists()
     assert_complete(run, codex_session(run, tmp_path))
-    sent_by = f'<hook_prompt hook_run_id="stop:0:{hook["sourcePath"]}">'  # the plugin's hooks file
+    sent_by = f'<hook_prompt hook_run_id="stop:{hook["displayOrder"]}:{hook["sourcePath"]}">'  # the plugin's hooks file
     assert all(t.startswith(sent_by) for t in run.script.continuations())
 
 
