@@ -71,7 +71,10 @@ def test_claude_validates_the_plugin_and_the_marketplace(
 
 
 def test_claude_by_plugin_dir(tmp_path: Path) -> None:
-    run_claude(tmp_path, VERSIONS[-1], "Work through roadmaps/e2e.md.", "--plugin-dir", str(PLUGIN))
+    run = run_claude(
+        tmp_path, VERSIONS[-1], "Work through roadmaps/e2e.md.", "--plugin-dir", str(PLUGIN)
+    )
+    assert run.events()[-1] == "complete"
 
 
 @pytest.fixture

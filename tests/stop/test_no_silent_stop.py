@@ -129,7 +129,8 @@ def said_why(events: list[str]) -> bool:
     return bool(decided) and decided[-1].startswith(REASONS)
 
 
-def play(host: str, actions: list[tuple[str, Any]]) -> None:
+def play(host: str, actions: list[tuple[str, Any]]) -> list[str]:
+    """The ledger's events once every action is played; each unexplained rest fails inside."""
     folder = Path(tempfile.mkdtemp(prefix="agentcfg-silent-"))
     try:
         (folder / "roadmaps").mkdir()
@@ -166,6 +167,7 @@ def play(host: str, actions: list[tuple[str, Any]]) -> None:
             elif reply not in held:
                 events = [e["event"] for e in ledger(folder)]
                 assert said_why(events), f"{host}: the turn ended unexplained: {events}"
+        return [e["event"] for e in ledger(folder)]
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -178,10 +180,12 @@ def play(host: str, actions: list[tuple[str, Any]]) -> None:
 def test_a_claimed_run_never_rests_without_a_reason(
     host: str, actions: list[tuple[str, Any]]
 ) -> None:
-    play(host, actions)
+    assert play(host, actions)[0] == "claimed"  # each rest of the run was checked as played
 
 
 def test_two_replies_of_the_same_words_after_a_refusal_are_told_apart() -> None:
     """OpenCode: a step closed with --no-verify is refused once; the next step, closed the same
     way with the same words in a new reply, is continued, not taken for the refused reply."""
-    play("opencode", [("again", None), *[("work", (False, "That step is done."))] * 3])
+    events = play("opencode", [("again", None), *[("work", (False, "That step is done."))] * 3])
+    # refused once; each later reply of the same words is continued as its own reply
+    assert events == ["claimed", "engage", "refused", "deferred-quality-gate", "engage", "engage"]
