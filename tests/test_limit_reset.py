@@ -6,7 +6,7 @@ that did not end on a limit."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -82,7 +82,7 @@ def test_qwen_still_retrying_is_not_an_ending() -> None:
 
 
 def at(text: str) -> float:
-    return datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp()
+    return datetime.fromisoformat(text).replace(tzinfo=timezone.utc).timestamp()
 
 
 @pytest.mark.parametrize(
@@ -101,9 +101,9 @@ def at(text: str) -> float:
     ],
 )
 def test_clock_times_as_hosts_print_them(told: str, now: str, reset: str) -> None:
-    assert clock_time(told, at(now), UTC) == at(reset)
+    assert clock_time(told, at(now), timezone.utc) == at(reset)
 
 
 @pytest.mark.parametrize("told", ["soon", "25:00pm", "Feb 30, 9am", "Foo 3, 9am", "13:61am"])
 def test_what_is_not_a_clock_time(told: str) -> None:
-    assert clock_time(told, at("2026-12-01T08:00:00"), UTC) is None
+    assert clock_time(told, at("2026-12-01T08:00:00"), timezone.utc) is None
