@@ -12,7 +12,6 @@ import signal
 import subprocess
 import threading
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +29,7 @@ from agentcfg.hosts import registry
 from agentcfg.hosts.base import settings_hook
 from agentcfg.membership import read_membership
 from agentcfg.paths import LEDGER_NAME
+from agentcfg.runners import Plain, Runner, end_group
 from agentcfg.workspace import Workspace
 
 TYPE_CHECKING = False
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 
 OUTPUT_KEPT = 256 * 1024  # bytes of each host stream kept for the limit check and the relay
 POLL = 0.25  # seconds between looks at the ledger while the host runs
-GRACE = 5.0  # seconds a host has to end after Ctrl-C before it is terminated, then killed
 READ_LIMIT = 4 * 1024 * 1024  # ledger bytes read per look
 
 
@@ -146,6 +145,7 @@ class _Session:
 
     session: str | None = None  # None until a pending claim is adopted
     token: str | None = None  # the pending claim's token, shown in the first prompt
+    named: bool = False  # the claim was made by an id the start names its session with
 
     @property
     def key(self) -> str | None:
@@ -196,18 +196,22 @@ class _Driver:
         self.open_at_start = scan(ready.roadmap).counts.open
         self.progress = plan.Progress()
         self.current = _Session()
+        made = self.host.runner(ready.binary, ws.root, env)
+        self.runner: Runner = Plain(self.host, ready.binary) if made is None else made
 
     def drive(self) -> Result:
-        """Carry the run to its ending; Ctrl-C (or SIGTERM) ends it as `interrupted`."""
+        """Carry the run to its ending; Ctrl-C (or SIGTERM) ends it as `interrupted`. What the
+        runner started for the run ends before the ending is told."""
         try:
-            return self._drive()
+            with self.runner:
+                return self._drive()
         except KeyboardInterrupt as stop:
             by = "signal" if isinstance(stop, Terminated) else controls.TERMINAL
             return self.finish(plan.finish("interrupted"), decided_here=True, by=by)
 
     def _drive(self) -> Result:
         host, slug, policy, clock = self.host, self.slug, self.request.policy, self.clock
-        self.current = _claim(self.ws, host, slug, self.request.force, clock.now())
+        self.current = _claim(self.ws, self.runner, slug, self.request.force, clock.now())
         action = plan.first(clock.now(), policy)
         ended: plan.Ended | None = None
         ran: _Ran | None = None
@@ -225,9 +229,9 @@ class _Driver:
             if action.reason == "next-step" or (
                 action.resume and not self.current.session and ran is not None
             ):  # a new session (or a pending claim never bound): a claim of its own
-                self.current = _claim(self.ws, host, slug, True, clock.now())
+                self.current = _claim(self.ws, self.runner, slug, True, clock.now())
             self.progress = plan.advance(self.progress, action, ended)
-            argv = _argv(self.ws, self.ready, self.request, self.current, action, ran)
+            argv = _argv(self.ws, self.runner, self.request, slug, self.current, action, ran)
             counts = scan(loading.load(self.ws, slug)).counts
             _record(
                 self.ws, "run-start" if self.progress.starts == 1 else "run-resume",
@@ -243,7 +247,7 @@ class _Driver:
             )
             ran = _run(
                 self.ws, argv, self.env, self.current, slug, clock, self.say, started,
-                self.request.fresh_per_step,
+                self.request.fresh_per_step, self.runner,
             )  # fmt: skip
             _adopted(self.ws, self.current, ran.events)
             ending = _ending(self.ws, slug, self.current, ran.events)
@@ -251,7 +255,11 @@ class _Driver:
             ended = plan.Ended(
                 code=ran.code,
                 ending=ending,
-                reset_at=host.limit_reset(output, clock.now()) if ending is None else None,
+                reset_at=(
+                    self.runner.limit_reset(output, clock.now(), self.current.session)
+                    if ending is None
+                    else None
+                ),
                 progressed=any(e.get("event") == "verified" for e in ran.events),
                 next_step=ran.moved_on,
             )
@@ -283,13 +291,13 @@ class _Driver:
         )  # fmt: skip
 
 
-def _claim(ws: Workspace, host: Host, slug: str, force: bool, now: float) -> _Session:
-    """Claim the roadmap for the session about to start: by its id where the host takes one,
-    else a pending claim the first prompt's token binds."""
-    if host.NAMES_SESSION:
-        session = str(uuid.uuid4())
+def _claim(ws: Workspace, runner: Runner, slug: str, force: bool, now: float) -> _Session:
+    """Claim the roadmap for the session about to start: by its id where the runner knows it
+    first, else a pending claim the first prompt's token binds."""
+    session = runner.new_session()
+    if session is not None:
         controls.claim(ws, session, slug, now=now, force=force)
-        return _Session(session)
+        return _Session(session, named=True)
     pending = controls.claim_pending(ws, slug, now=now, force=force)
     return _Session(None, pending.token)
 
@@ -318,18 +326,18 @@ def _prompt(ws: Workspace, slug: str, current: _Session) -> str:
 
 def _argv(
     ws: Workspace,
-    ready: Prepared,
+    runner: Runner,
     request: Request,
+    slug: str,
     current: _Session,
     action: plan.Action,
     ran: _Ran | None,
 ) -> list[str]:
-    host, slug = ready.host, ready.slug
     prompt = _prompt(ws, slug, current)
     if action.resume and current.session:
-        args = host.headless(prompt, current.session, True, request.extra)
+        args = runner.argv(prompt, current.session, True, request.extra)
         if args is not None:
-            return [ready.binary, *args]
+            return args
     if action.reason != "start":  # a new session carries the run on: told where things are
         prompt = plan.relay_note(
             slug,
@@ -339,10 +347,9 @@ def _argv(
             ran.stdout if ran else "",
             prompt,
         )
-    session = current.session if host.NAMES_SESSION else None
-    args = host.headless(prompt, session, False, request.extra)
+    args = runner.argv(prompt, current.session if current.named else None, False, request.extra)
     assert args is not None  # prepare() refused a host that cannot start headless
-    return [ready.binary, *args]
+    return args
 
 
 def _status(roadmap: Roadmap) -> str:
@@ -379,9 +386,11 @@ def _run(
     say: Callable[[str], None],
     started: float,
     fresh: bool,
+    runner: Runner,
 ) -> _Ran:
     """Run the host to its end in a process group of its own, printing each engagement the
-    ledger records meanwhile; Ctrl-C ends the whole group before it propagates. `fresh`: once
+    ledger records meanwhile; Ctrl-C ends the whole group before it propagates. The start is
+    over once the process has exited and the runner says the session settled. `fresh`: once
     a step is closed and the hook engages the session on the next, the host is ended there."""
     offset = _ledger_size(ws)
     proc = subprocess.Popen(
@@ -399,17 +408,20 @@ def _run(
     moved_on = False
     try:
         while True:
-            done = proc.poll() is not None
+            exited = proc.poll() is not None
             offset = _follow(ws, offset, events, slug, current, say, clock.now() - started, cap)
-            if done:
+            if exited and runner.settled(
+                current.session, _ending(ws, slug, current, events) is not None
+            ):
                 break
-            if fresh and _moved_on(events, current):
-                _end_group(proc)
+            if fresh and not moved_on and _moved_on(events, current):
+                end_group(proc)
+                runner.interrupt(current.session)
                 moved_on = True
                 continue
             time.sleep(POLL)
     except KeyboardInterrupt:
-        _end_group(proc)
+        end_group(proc)
         _follow(ws, offset, events, slug, current, say, clock.now() - started, cap)
         raise
     finally:
@@ -444,20 +456,6 @@ class _Tail(threading.Thread):
 
     def text(self) -> str:
         return self.kept.decode("utf-8", "replace")
-
-
-def _end_group(proc: subprocess.Popen[bytes]) -> None:
-    """Stop the host and everything it started: SIGINT, then SIGTERM, then SIGKILL."""
-    for sig, grace in ((signal.SIGINT, GRACE), (signal.SIGTERM, GRACE), (signal.SIGKILL, None)):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, sig)
-        try:
-            proc.wait(grace)
-        except subprocess.TimeoutExpired:
-            continue
-        break
-    with contextlib.suppress(ProcessLookupError):  # a child of the host may hold the group
-        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def _ledger_size(ws: Workspace) -> int:

@@ -297,7 +297,10 @@ def test_each_host_starts_and_resumes_its_own_way() -> None:
     assert qwen.headless("go", "s-1", False, extra) == ["go", "--session-id", "s-1", "--x", "1"]
     assert qwen.headless("go", "s-1", True, ()) == ["go", "--resume", "s-1"]
     assert copilot.headless("go", "s-1", True, ()) == ["-p", "go", "--resume", "s-1"]
-    assert opencode.headless("go", None, False, ()) is None  # not driven headless yet
+    # sent to the run's `opencode serve` with `--attach` (see tests/test_opencode_runner.py)
+    assert opencode.headless("go", "ses_1", True, extra) == [
+        "run", "--session", "ses_1", "--x", "1", "go"
+    ]  # fmt: skip
 
 
 def test_claude_code_ending_on_a_limit_is_told_apart() -> None:
@@ -327,7 +330,7 @@ def _nothing_started(root: Path) -> None:
     ("args", "message"),
     [
         (["--host", "vim"], "agentcfg: error: unknown host 'vim' (one of: claude, codex, copilot, cursor, gemini, opencode, qwen)"),
-        (["--host", "cursor"], "agentcfg: error: Cursor cannot be run unattended yet (hosts that can: claude, codex, copilot, gemini, qwen)"),
+        (["--host", "cursor"], "agentcfg: error: Cursor cannot be run unattended yet (hosts that can: claude, codex, copilot, gemini, opencode, qwen)"),
         (["--host", "claude", "--window", "late"], "agentcfg: error: --window 'late' is not HH:MM-HH:MM, e.g. 22:00-06:00"),
         (["--host", "claude", "--until", "soon"], "agentcfg: error: --until 'soon' is not HH:MM, an ISO-8601 time or a duration like 8h"),
     ],

@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
     from pathlib import Path
     from typing import Any, Protocol
 
+    from agentcfg.runners import Runner
     from agentcfg.transcript import Spent
 
     class Host(Protocol):
@@ -81,6 +82,10 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
             """The arguments after BINARY for one headless run sending `prompt`: a new session
             (named `session` where NAMES_SESSION), or with `resume` the session `session`
             carried on; `extra` are the person's own arguments. None: the host cannot do that."""
+
+        def runner(self, binary: str, root: Path, env: Mapping[str, str]) -> Runner | None:
+            """What starts the host for the whole run when one process per start built from
+            `headless` is not enough (a server kept for the run); None: it is enough."""
 
         def limit_reset(self, output: str, now: float) -> float | None:
             """When the host process ended on a usage or rate limit (`output`: its stdout and

@@ -206,6 +206,7 @@ def _message_usage(line: bytes) -> tuple[object, Usage | None] | None:
 
 BINARY = "claude"
 NAMES_SESSION = True  # `--session-id <uuid>` names a new session; `--resume <id>` carries it on
+runner = defaults.runner
 
 
 headless = defaults.print_headless

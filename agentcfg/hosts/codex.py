@@ -357,6 +357,7 @@ def _growth(before: dict[str, int], after: dict[str, int]) -> Usage | None:
 
 BINARY = "codex"
 NAMES_SESSION = False  # `codex exec` picks its own thread id: the claim waits for its token
+runner = defaults.runner
 
 
 def headless(

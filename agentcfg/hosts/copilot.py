@@ -182,6 +182,7 @@ usage_since = defaults.usage_since  # no captured Copilot CLI events file shows 
 
 BINARY = "copilot"
 NAMES_SESSION = True  # `--session-id <id>` names a new session; `--resume <id>` carries it on
+runner = defaults.runner
 
 
 headless = defaults.print_headless

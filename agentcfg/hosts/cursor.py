@@ -142,5 +142,6 @@ usage_since = defaults.usage_since  # Cursor's transcript records no token usage
 
 BINARY = "cursor-agent"
 NAMES_SESSION = False
+runner = defaults.runner
 headless = defaults.headless
 limit_reset = defaults.limit_reset

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from agentcfg.hosts.base import Answer, Finding, Plugin, Probe, TrustEdit
+    from agentcfg.runners import Runner
     from agentcfg.transcript import Spent
 
 # Claude Code's settings shape, which Codex and Qwen Code copy: a `Stop` hook in a group of its own
@@ -156,6 +157,10 @@ def headless(
     prompt: str, session: str | None, resume: bool, extra: Sequence[str]
 ) -> list[str] | None:
     return None  # `agentcfg run` does not start this host headless yet
+
+
+def runner(binary: str, root: Path, env: Mapping[str, str]) -> Runner | None:
+    return None  # one process per start, from `headless`, is all the host needs
 
 
 def print_headless(

@@ -284,6 +284,7 @@ def _message_usage(line: bytes) -> tuple[object, Usage | None] | None:
 
 BINARY = "gemini"
 NAMES_SESSION = True  # `--session-id <id>` names a new session; `--resume <id>` carries it on
+runner = defaults.runner
 
 
 headless = defaults.print_headless

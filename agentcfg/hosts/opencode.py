@@ -15,11 +15,12 @@ from agentcfg.hosts import defaults
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
     from pathlib import Path
     from typing import Any
 
     from agentcfg.hosts.base import Finding, Probe, StopEvent
+    from agentcfg.runners import Runner
 
 NAME = "opencode"
 TITLE = "OpenCode"
@@ -173,11 +174,25 @@ plugin = defaults.plugin  # `hooks install` writes our OpenCode plugin itself: n
 usage_since = defaults.usage_since  # OpenCode keeps its messages in a database
 
 
-# --- unattended runs (`agentcfg run`): not driven headless yet ---
+# --- unattended runs (`agentcfg run`) ---
 
 BINARY = "opencode"
-NAMES_SESSION = False
-headless = defaults.headless
+NAMES_SESSION = False  # OpenCode names its sessions: the run's server makes each one first
+
+
+def headless(
+    prompt: str, session: str | None, resume: bool, extra: Sequence[str]
+) -> list[str] | None:
+    """`run [--session <id>] <prompt>`: alone it exits at the session's first idle, before
+    the plugin continues it, so `agentcfg run` sends it to its server (see `runner`)."""
+    return ["run", *([] if session is None else ["--session", session]), *extra, prompt]
+
+
+def runner(binary: str, root: Path, env: Mapping[str, str]) -> Runner:
+    """One `opencode serve` for the whole run, each start a `run --attach` to it."""
+    from agentcfg.hosts.opencode_server import Served
+
+    return Served(binary, root, env, headless, limit_reset)
 
 
 def limit_reset(output: str, now: float, messages: str = "") -> float | None:

@@ -160,6 +160,7 @@ usage_since = defaults.usage_since  # no captured Qwen Code session file shows i
 BINARY = "qwen"
 # `qwen <prompt> --session-id <id>` names a new session; `--resume <id>` carries it on
 NAMES_SESSION = True
+runner = defaults.runner
 
 
 def headless(prompt: str, session: str | None, resume: bool, extra: Sequence[str]) -> list[str]:

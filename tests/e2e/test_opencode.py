@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from agentcfg.claims import session_key
-from tests.e2e.harness import CACHE
+from tests.e2e.harness import CACHE, TIMEOUT
+from tests.e2e.limits import Limit
 from tests.e2e.more_hosts import AGENTCFG, events, host_binary, ledger, ticked, workspace
 from tests.e2e.openai_model import USAGE, Script, serve
+from tests.e2e.test_run import host_processes
 
 # OpenCode installs its plugin package into every config folder it loads at start (64 MB from
 # the registry); a pinned copy made once by `make e2e` spares each run that download.
@@ -42,21 +44,28 @@ def free_port() -> int:
         return port
 
 
-def opencode(root: Path, env: dict[str, str], script: Script) -> list[dict[str, Any]]:
-    """One prompt through a served OpenCode, waited on until the session stays idle; the
-    session's messages."""
-    model = serve(script)
+def configure(root: Path, env: dict[str, str], model: str) -> dict[str, str]:
+    """OpenCode in the project answered by the scripted model at `model` (its base URL), its
+    plugin package in place; the environment to run it in."""
     (root / "opencode.json").write_text(json.dumps({
         "provider": {"fake": {
             "npm": "@ai-sdk/openai-compatible", "name": "fake",
-            "options": {"baseURL": f"http://127.0.0.1:{model.server_address[1]}/v1", "apiKey": "sk-local"},
+            "options": {"baseURL": f"{model}/v1", "apiKey": "sk-local"},
             "models": {"m": {"name": "m", "tool_call": True}},
         }},
         "model": "fake/m", "small_model": "fake/m", "permission": {"bash": "allow"},
     }))  # fmt: skip
     for folder in (root / ".opencode", Path(env["HOME"]) / ".config" / "opencode"):
         shutil.copytree(PLUGIN_DEPS, folder, dirs_exist_ok=True)
-    port, env = free_port(), {**env, **QUIET}
+    return {**env, **QUIET}
+
+
+def opencode(root: Path, env: dict[str, str], script: Script) -> list[dict[str, Any]]:
+    """One prompt through a served OpenCode, waited on until the session stays idle; the
+    session's messages."""
+    model = serve(script)
+    env = configure(root, env, f"http://127.0.0.1:{model.server_address[1]}")
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     server = subprocess.Popen(
         [host_binary("opencode"), "serve", "--port", str(port), "--hostname", "127.0.0.1"],
@@ -137,3 +146,49 @@ def test_the_same_words_in_two_replies_are_two_replies(tmp_path: Path) -> None:
     assert seen[-1] == "halt-stall" and "complete" not in seen, seen
     replies = [e["reply"] for e in ledger(root) if e["event"] == "engage"]
     assert len(set(replies)) == len(replies) >= 3
+
+
+# --- `agentcfg run --host opencode`: the driver serves OpenCode itself ---
+
+
+def drive(
+    tmp_path: Path,
+    steps: int,
+    *options: str,
+    script: Script | None = None,
+    limit: Limit | None = None,
+) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """`agentcfg run e2e --host opencode --json` on a project of `steps` steps; the project and
+    the driver's process."""
+    root, env = workspace(tmp_path, "opencode", steps)
+    model = serve(script or Script("e2e", AGENTCFG), limit)
+    try:
+        env = configure(root, env, f"http://127.0.0.1:{model.server_address[1]}")
+        env["PATH"] = f"{Path(host_binary('opencode')).parent}:{env['PATH']}"
+        proc = subprocess.run(
+            [AGENTCFG, "run", "e2e", "--host", "opencode", "--json", *options],
+            cwd=root, env=env, capture_output=True, text=True, timeout=TIMEOUT * 2,
+            stdin=subprocess.DEVNULL, check=False,
+        )  # fmt: skip
+    finally:
+        model.shutdown()
+    return root, proc
+
+
+def test_agentcfg_run_serves_opencode_to_complete(tmp_path: Path) -> None:
+    root, proc = drive(tmp_path, steps=2)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    ending = json.loads(proc.stdout)
+    assert (ending["ending"], ending["steps_closed"], ending["starts"]) == ("complete", 2, 1)
+    session = ending["session"]
+    assert session.startswith("ses_")  # the run's server made the session the claim names
+    started = next(e for e in ledger(root) if e["event"] == "run-start")
+    assert (started["host"], started["session"], started["pending"]) == ("opencode", session, None)
+    assert {e["run"] for e in ledger(root)} == {session_key(session)}
+    seen = events(root)
+    # the driver's first prompt names step 1.1; the plugin's continuation, step 1.2
+    assert seen == ["claimed", "run-start", "engage", "complete"], seen
+    assert ticked(root) == 2
+    assert proc.stderr.count("· step 1.") == 1, proc.stderr  # one line per engagement
+    assert "agentcfg run: complete — roadmap `e2e` (exit 0)" in proc.stderr
+    assert host_processes(root) == []  # the server went with the run

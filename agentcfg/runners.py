@@ -1,0 +1,105 @@
+"""How `agentcfg run` starts a host: most hosts are one process per start, built from the host's
+`headless` arguments; a host that needs more around its starts (OpenCode's server) gives the
+driver a runner of its own through its `runner` function.
+
+A runner is a context manager: entered before the run's first claim, left when the run ends
+however it ends (Ctrl-C included), so whatever it started is gone with it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import uuid
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+GRACE = 5.0  # seconds a process group has to end after SIGINT, then after SIGTERM
+
+
+class Runner(Protocol):
+    """What the driver asks of the way a host is started."""
+
+    def __enter__(self) -> Runner: ...
+    def __exit__(self, *exc: object) -> None: ...
+
+    def new_session(self) -> str | None:
+        """The id to claim a new session by before it starts; None: the host names its own
+        session, and the claim waits as a pending claim for the session that shows its token."""
+
+    def argv(
+        self, prompt: str, session: str | None, resume: bool, extra: Sequence[str]
+    ) -> list[str] | None:
+        """The command of one start sending `prompt` (as the host's `headless`); None: the host
+        cannot do that start."""
+
+    def settled(self, session: str | None, ended: bool) -> bool:
+        """Whether a start whose process has exited is over (`ended`: the run's state already
+        tells its ending); False while the host still works the session elsewhere."""
+
+    def interrupt(self, session: str | None) -> None:
+        """Stop the session's work the driver ended the start's process on (--fresh-per-step)."""
+
+    def limit_reset(self, output: str, now: float, session: str | None) -> float | None:
+        """The host's `limit_reset` for the start that ended with `output`."""
+
+
+class Headless(Protocol):
+    """What `Plain` uses of a host module (`hosts.base.Host` has it all)."""
+
+    @property
+    def NAMES_SESSION(self) -> bool: ...
+
+    def headless(
+        self, prompt: str, session: str | None, resume: bool, extra: Sequence[str]
+    ) -> list[str] | None: ...
+
+    def limit_reset(self, output: str, now: float) -> float | None: ...
+
+
+class Plain:
+    """One host process per start: its exit is the start's end."""
+
+    def __init__(self, host: Headless, binary: str) -> None:
+        self.host, self.binary = host, binary
+
+    def __enter__(self) -> Plain:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def new_session(self) -> str | None:
+        return str(uuid.uuid4()) if self.host.NAMES_SESSION else None
+
+    def argv(
+        self, prompt: str, session: str | None, resume: bool, extra: Sequence[str]
+    ) -> list[str] | None:
+        args = self.host.headless(prompt, session, resume, extra)
+        return None if args is None else [self.binary, *args]
+
+    def settled(self, session: str | None, ended: bool) -> bool:
+        return True
+
+    def interrupt(self, session: str | None) -> None:
+        return None
+
+    def limit_reset(self, output: str, now: float, session: str | None) -> float | None:
+        return self.host.limit_reset(output, now)
+
+
+def end_group(proc: subprocess.Popen[Any]) -> None:
+    """Stop a process started in a group of its own and everything it started: SIGINT, then
+    SIGTERM, then SIGKILL, each after a grace; a child still holding the group is killed."""
+    for sig, grace in ((signal.SIGINT, GRACE), (signal.SIGTERM, GRACE), (signal.SIGKILL, None)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            continue
+        break
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)

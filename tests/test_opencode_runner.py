@@ -1,0 +1,168 @@
+"""`agentcfg run --host opencode`'s runner against a stand-in `opencode` program: `serve` is a
+small loopback server that answers the endpoints the runner reads from files the test writes
+(the session status, the session's messages), `run` only records its arguments. The real
+binary is driven in tests/e2e/test_opencode.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentcfg.errors import AgentcfgError
+from agentcfg.hosts import opencode
+from agentcfg.hosts.opencode_server import QUIET, Served
+
+FIXTURES = Path(__file__).parent / "fixtures" / "opencode-1.18.33"
+
+STAND_IN = """#!PYTHON
+import json, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+
+args = sys.argv[1:]
+if args[0] != "serve":
+    sys.exit(0)
+if Path("refuse").exists():
+    print("Error: the config does not parse", file=sys.stderr)
+    sys.exit(3)
+Path("served").write_text(json.dumps(args))
+
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+
+    def answer(self, body):
+        data = body.encode()
+        self.send_response(200)
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        if self.path == "/session/status":
+            self.answer(Path("status.json").read_text() if Path("status.json").exists() else "{}")
+        elif self.path.endswith("/message"):
+            Path("asked").write_text(self.path)
+            self.answer(Path("messages.json").read_text())
+        else:
+            self.send_error(404)
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        Path("posted").open("a").write(self.path + "\\n")
+        self.answer(json.dumps({"id": "ses_made1", "directory": "x"}))
+
+
+HTTPServer(("127.0.0.1", int(args[args.index("--port") + 1])), Handler).serve_forever()
+"""
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.at = 1000.0
+
+    def __call__(self) -> float:
+        return self.at
+
+
+@pytest.fixture
+def binary(tmp_path: Path) -> Path:
+    program = tmp_path / "bin" / "opencode"
+    program.parent.mkdir()
+    program.write_text(STAND_IN.replace("PYTHON", sys.executable, 1))
+    program.chmod(0o755)
+    return program
+
+
+def served(binary: Path, root: Path, clock: Clock | None = None) -> Served:
+    runner = opencode.runner(str(binary), root, dict(os.environ))
+    assert isinstance(runner, Served)  # the host module gives the driver this runner
+    runner.clock = clock or Clock()
+    return runner
+
+
+def test_one_server_for_the_run_and_each_start_attached_to_it(binary: Path, tmp_path: Path) -> None:
+    root = tmp_path
+    with served(binary, root) as runner:
+        assert json.loads((root / "served").read_text())[1:] == [
+            "--port", runner.url.rsplit(":", 1)[1], "--hostname", "127.0.0.1"
+        ]  # fmt: skip
+        assert runner.new_session() == "ses_made1"  # the claim is made by the server's id
+        assert (root / "posted").read_text() == (
+            "/session?" + "directory=" + str(root).replace("/", "%2F") + "\n"
+        )
+        assert runner.argv("go on", "ses_made1", True, ("--model", "fake/m")) == [
+            str(binary), "run", "--attach", runner.url, "--dir", str(root),
+            "--session", "ses_made1", "--model", "fake/m", "go on",
+        ]  # fmt: skip
+        server = runner.proc
+        assert server is not None and server.poll() is None
+    assert server.poll() is not None  # the server went with the run, and its group too
+    with pytest.raises(ProcessLookupError):
+        os.killpg(server.pid, 0)
+
+
+def test_a_start_is_over_only_once_the_session_stays_idle(binary: Path, tmp_path: Path) -> None:
+    clock = Clock()
+    status = tmp_path / "status.json"
+    with served(binary, tmp_path, clock) as runner:
+        status.write_text(json.dumps({"ses_made1": {"type": "busy"}}))
+        assert not runner.settled("ses_made1", ended=False)
+        status.write_text("{}")  # idle: the plugin may be about to continue it
+        assert not runner.settled("ses_made1", ended=False)
+        clock.at += QUIET - 0.5
+        assert not runner.settled("ses_made1", ended=False)
+        status.write_text(json.dumps({"ses_made1": {"type": "retry", "attempt": 1}}))
+        clock.at += 1.0
+        assert not runner.settled("ses_made1", ended=False)  # busy again: the count restarts
+        status.write_text(json.dumps({"ses_other": {"type": "busy"}}))
+        clock.at += 1.0
+        assert not runner.settled("ses_made1", ended=False)
+        assert runner.settled("ses_made1", ended=True)  # the run's state told its ending
+        clock.at += QUIET
+        assert runner.settled("ses_made1", ended=False)
+        runner.argv("again", "ses_made1", True, ())  # a new start counts afresh
+        assert not runner.settled("ses_made1", ended=False)
+
+
+def test_a_server_gone_mid_run_ends_the_start_and_the_next_start_brings_it_back(
+    binary: Path, tmp_path: Path
+) -> None:
+    with served(binary, tmp_path) as runner:
+        first = runner.proc
+        assert first is not None
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+        assert runner.settled("ses_made1", ended=False)
+        argv = runner.argv("go on", "ses_made1", True, ())
+        assert argv is not None and runner.proc is not first and runner.proc is not None
+        assert argv[3] == runner.url and runner.settled("ses_made1", ended=True)
+
+
+def test_the_limit_is_read_from_the_sessions_messages(binary: Path, tmp_path: Path) -> None:
+    capture = FIXTURES / "session-messages-rate-limit.json"
+    (tmp_path / "messages.json").write_text(capture.read_text())
+    with served(binary, tmp_path) as runner:
+        reset = runner.limit_reset("", 1_796_117_000.0, "ses_made1")
+        assert (tmp_path / "asked").read_text() == "/session/ses_made1/message"
+        # retry-after 1 s after the reply that gave up (1796116969.658)
+        assert reset == pytest.approx(1_796_116_970.658)
+        assert reset == opencode.limit_reset("", 1_796_117_000.0, capture.read_text())
+        (tmp_path / "messages.json").write_text("[]")
+        assert runner.limit_reset("", 1_796_117_000.0, "ses_made1") is None
+
+
+def test_a_server_that_does_not_start_is_one_line(binary: Path, tmp_path: Path) -> None:
+    (tmp_path / "refuse").touch()
+    with pytest.raises(AgentcfgError) as refused:
+        served(binary, tmp_path).__enter__()
+    assert str(refused.value) == (
+        "OpenCode's server (`opencode serve`) did not start: it exited with 3: "
+        "Error: the config does not parse"
+    )
