@@ -24,6 +24,7 @@ from tests.e2e import limits
 NEXT = re.compile(r"Next step: \*\*([^*]+)\*\*")
 # per response: fresh input, output, input read from the cache, input written to the cache
 USAGE = {"input": 100, "output": 20, "cache_read": 30, "cache_write": 10}
+SUMMARY = "Summary: the roadmap is claimed and its steps are open."  # a compaction's summary
 IDS = itertools.count(1)  # hosts merge streamed messages that share an id: every one is new
 
 
@@ -34,6 +35,7 @@ class Script:
         self.slug, self.agentcfg, self.idle = slug, agentcfg, idle
         self.prompts: list[str] = []  # the text of every agent-turn request's last message
         self.reported: list[int] = []  # the tokens every agent-turn reply reported
+        self.summaries: list[str] = []  # the last message of every request for a summary
         self.lock = threading.Lock()
 
     def reply(self, text: str, after_tool: bool) -> tuple[str, str]:
@@ -173,10 +175,17 @@ def codex(script: Script, path: str, body: dict[str, Any]) -> Iterator[str] | di
         return {"data": []}
     items = body.get("input") or [{}]
     last = items[-1] if isinstance(items[-1], dict) else {}
-    kind, value = script.reply(
-        _text(last.get("content")), last.get("type") == "function_call_output"
-    )
-    spent = script.spend(("input", "cache_read", "output"))  # the API tells no cache writes
+    spent = USAGE
+    if not body.get("tools"):
+        # a side request: Codex asks for its compaction's summary offering no tools
+        kind, value = "text", SUMMARY
+        with script.lock:
+            script.summaries.append(_text(last.get("content")))
+    else:
+        kind, value = script.reply(
+            _text(last.get("content")), last.get("type") == "function_call_output"
+        )
+        spent = script.spend(("input", "cache_read", "output"))  # the API tells no cache writes
     tools = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
     n = next(IDS)
     if kind == "tool":

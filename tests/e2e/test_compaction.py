@@ -1,13 +1,20 @@
-"""The real Claude Code, headless: a session that holds the e2e roadmap is compacted (`claude -c -p
-/compact`), Claude Code fires SessionStart with source `compact`, and the hook `hooks install`
-registered for it hands the claimed step and its verify line back into the compacted session."""
+"""A compaction re-injects the claimed step, on the real hosts, headless: Claude Code compacts a
+session that holds the e2e roadmap on `claude -c -p /compact`; Codex compacts on its own in the
+middle of a `codex exec` turn once the scripted model reports more tokens than its
+`model_auto_compact_token_limit`. Each then fires SessionStart with source `compact`, and the
+hook `hooks install` registered for it hands the claimed step and its verify line back into
+the compacted session."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from tests.e2e.harness import agentcfg, binary, drive, project
+from agentcfg.claims import session_key
+from agentcfg.hosts.codex import hook_hash
+from tests.e2e.fake_model import USAGE
+from tests.e2e.harness import REPO, agentcfg, binary, drive, project
+from tests.e2e.test_codex import codex_project, exec_codex
 
 
 def test_a_compaction_re_injects_the_claimed_step(tmp_path: Path) -> None:
@@ -33,3 +40,69 @@ def test_a_compaction_re_injects_the_claimed_step(tmp_path: Path) -> None:
     assert "Next step: **1.1** Prove the folder is there" in after
     assert "verify: test -d roadmaps" in after
     assert "agentcfg roadmap done e2e 1.1" in after
+
+
+# --- Codex: a compaction in the middle of a turn ---
+
+AUTO_COMPACT = "model_auto_compact_token_limit = 100\n"  # below what every scripted reply reports
+RECORDER = "{{ cat; echo; }} >> {path}"  # a SessionStart hook keeping each payload, one a line
+PAYLOAD = REPO / "tests" / "fixtures" / "codex-0.169.0" / "session-start-compact.json"
+
+
+def record_starts(root: Path, codex_home: Path, path: Path) -> None:
+    """Beside ours, a SessionStart group with no matcher (every source), trusted the way `hooks
+    install --trust` trusts ours, that appends each payload Codex sends to `path`."""
+    hooks_file = root / ".codex" / "hooks.json"
+    document = json.loads(hooks_file.read_text())
+    command = RECORDER.format(path=path)
+    groups = document["hooks"]["SessionStart"]
+    groups.append({"hooks": [{"type": "command", "command": command, "timeout": 30}]})
+    hooks_file.write_text(json.dumps(document))
+    key = f"{hooks_file}:session_start:{len(groups) - 1}:0"
+    trusted = hook_hash(command, 30, "session_start")
+    with (codex_home / "config.toml").open("a") as config:
+        config.write(f'\n[hooks.state."{key}"]\ntrusted_hash = "{trusted}"\n')
+
+
+def test_a_codex_compaction_re_injects_the_claimed_step(tmp_path: Path) -> None:
+    root, home, codex_home, env = codex_project(tmp_path)
+    config = codex_home / "config.toml"
+    config.write_text(AUTO_COMPACT + config.read_text())
+    agentcfg(root, env, "hooks", "install", "--host", "codex", "--trust")
+    starts = tmp_path / "starts.jsonl"
+    record_starts(root, codex_home, starts)
+    # the agent claims the roadmap in its shell tool, then only talks: the claim's reply is past
+    # the limit and ends in a tool call, so Codex compacts before it sends the tool's output
+    run = exec_codex(root, home, env, idle=True)
+    (summary,) = run.script.summaries  # Codex's own request for the summary, offering no tools
+    assert summary.startswith("You are performing a CONTEXT CHECKPOINT COMPACTION.")
+    (rollout,) = (codex_home / "sessions").glob("*/*/*/rollout-*.jsonl")
+    lines = [json.loads(line) for line in rollout.read_text().splitlines()]
+    session = lines[0]["payload"]["id"]
+    (boundary,) = [i for i, line in enumerate(lines) if line["type"] == "compacted"]
+    assert "sessions claim e2e" in json.dumps(lines[:boundary])  # compacted after the claim
+    # Codex fired SessionStart at the start and again with source `compact`
+    payloads = [json.loads(line) for line in starts.read_text().splitlines()]
+    assert [(p["hook_event_name"], p["source"], p["session_id"]) for p in payloads] == [
+        ("SessionStart", "startup", session), ("SessionStart", "compact", session),
+    ]  # fmt: skip
+    assert sorted(payloads[1]) == sorted(json.loads(PAYLOAD.read_text()))  # the captured shape
+    # our hook's context is in the compacted session, and only there, as a developer message
+    assert "Your context was compacted" not in json.dumps(lines[:boundary])
+    (context,) = [
+        line["payload"]["content"][0]["text"] for line in lines[boundary:]
+        if line["type"] == "response_item" and line["payload"].get("role") == "developer"
+    ]  # fmt: skip
+    assert "Your context was compacted" in context
+    assert "Next step: **1.1** Prove the folder is there" in context
+    assert "verify: test -d roadmaps" in context
+    assert "agentcfg roadmap done e2e 1.1" in context
+    # the claim's tool output is summarised away: the model's next request ends on the step
+    assert run.script.prompts[1] == context, run.script.prompts
+    # and the run goes on as before: three continuations, then the stall halts it
+    assert run.events() == ["trusted", "engage", "engage", "engage", "halt-stall"]
+    assert run.claimed_run() == session_key(session)
+    # Codex counts the summary's tokens in the session's totals, and so does the report
+    report = json.loads(agentcfg(root, {"HOME": str(home)}, "report", "--json"))
+    spent = USAGE["input"] + USAGE["cache_read"] + USAGE["output"]
+    assert report["tokens"]["total"] == sum(run.script.reported) + spent
