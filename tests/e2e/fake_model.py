@@ -49,6 +49,8 @@ class Script:
             if self.idle:
                 return "text", "Still thinking about it."
             return "tool", f"{self.agentcfg} roadmap done {self.slug} {steps[-1]}"
+        if "No step is open" in text:  # told so after a compaction: the agent ends its turn
+            return "text", "Nothing is left to do."
         return "tool", f"{self.agentcfg} sessions claim {self.slug}"
 
     def spend(self, parts: tuple[str, ...]) -> dict[str, int]:
