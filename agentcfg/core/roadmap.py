@@ -64,6 +64,16 @@ _KEYWORD_ONLY = r"(?i)\s*(verify|blocked[ -]?by)\s*:\s*"
 _KEYWORD_LEAD = r"(?i)(verify|blocked[ -]?by)\s*:?"
 _YAML_KEY = r"[\w\"'][\w \"'.-]*:(?:\s|$)"
 _EXEMPT = ("acceptance", "prerequisite", "criteria", "summary", "checklist")
+_COMPILED: dict[str, re.Pattern[str]] = {}
+
+
+def _rx(pattern: str) -> re.Pattern[str]:
+    """`pattern` compiled on its first use; a step's few lookups then skip `re`'s own cache,
+    which costs more than the match itself on a roadmap of many short steps."""
+    found = _COMPILED.get(pattern)
+    if found is None:
+        found = _COMPILED[pattern] = re.compile(pattern)
+    return found
 
 
 class Problem(Record):
@@ -138,13 +148,10 @@ class Scan(Record):
 
 
 def count(steps: Iterable[Step]) -> Counts:
-    tally = dict.fromkeys(("open", "blocked", "done", "deferred", "cancelled"), 0)
-    for step in steps:
-        if step.mark == "open":
-            tally["blocked" if step.blocked else "open"] += 1
-        else:
-            tally[step.mark] += 1
-    return Counts(**tally)
+    tally = Counter(
+        step.mark if step.mark != "open" or step.blocked_by is None else "blocked" for step in steps
+    )
+    return Counts(*(tally[field] for field in Counts._fields))
 
 
 def scan(roadmap: Roadmap) -> Scan:
@@ -167,7 +174,10 @@ def _cut(flat: str, limit: int = TEXT_LIMIT) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3].rstrip() + "..."
 
 
-def _drop_comments(text: str) -> str:
+def _drop_comments(text: str, inner: list[str] | None = None) -> str:
+    """The text with each comment made one space; each comment's own text goes to `inner`."""
+    if "<!--" not in text:
+        return text
     parts: list[str] = []
     pos = 0
     while (start := text.find("<!--", pos)) >= 0:
@@ -175,6 +185,8 @@ def _drop_comments(text: str) -> str:
         if end < 0:
             break  # an unclosed comment is text, and so is every later one
         parts += (text[pos:start], " ")
+        if inner is not None:
+            inner.append(text[start + 4 : end].strip())
         pos = end + 3
     parts.append(text[pos:])
     return "".join(parts)
@@ -265,31 +277,6 @@ def _marks_of(meta: dict[str, Any], problems: list[Problem]) -> dict[str, str]:
     return marks
 
 
-class _Draft(Record):
-    """A step before labels are settled across the roadmap."""
-
-    id: str
-    mark: str
-    text: str
-    verify: str | None
-    blocked_by: str | None
-    line: int
-    phase: str
-    started: bool
-    tags: tuple[str, ...]
-    detail: tuple[str, ...]
-    label: str  # as found, "" when none
-    shown: str  # the text with the label left in, for when the label cannot be used
-
-    def build(self, label: str) -> Step:
-        text = self.text if label or not self.label else _cut(self.shown)
-        tags = self.tags if label else ()
-        return Step(
-            self.id, self.mark, text, self.verify, self.blocked_by, self.line, self.phase,
-            label, self.started, tags, self.detail,
-        )  # fmt: skip
-
-
 def _parse_body(
     body: str, offset: int, marks: dict[str, str], problems: list[Problem], shortcut: bool
 ) -> tuple[list[Phase], list[Step]]:
@@ -320,13 +307,15 @@ def _parse_body(
             found[phase_id] = Phase(phase_id, title, at)
     phases = list(found.values()) or [Phase("1", "", 0)]
     phased = bool(found)
-    drafts: list[_Draft] = []
+    drafts: list[Step] = []  # each with the label it found, settled at the end
+    shown: dict[int, str] = {}  # a labelled draft's text with its label left in
     ordinals: dict[str, int] = {}
     stack: list[tuple[int, str]] = []  # open phase spans: (heading level, phase id)
     section: tuple[int, str | None] = (0, None)  # the heading the next item sits under
     stray: dict[tuple[int, str | None], list[int]] = {}  # section: lines of its checkboxes
     upcoming = iter(headings)
     heading = next(upcoming, None)
+    checkbox = _rx(_CHECKBOX).match
     for at_line, item in items:
         line = at_line + offset + 1
         while heading is not None and heading[0] <= line:
@@ -337,7 +326,11 @@ def _parse_body(
                 stack.append((level, phase_id))
             section = (at, title)
             heading = next(upcoming, None)
-        box = _box(tokens, item) if isinstance(item, int) else re.match(_CHECKBOX, item)
+        if isinstance(item, int):
+            box = _box(tokens, item)
+            own, nested, _ = _item_parts(tokens, item) if box is not None else ([], [], 0)
+        else:
+            box, own, nested = checkbox(item), [item], []
         if box is None:
             continue
         if phased and not stack:
@@ -345,10 +338,12 @@ def _parse_body(
             continue
         phase = stack[-1][1] if phased else phases[0].id
         ordinals[phase] = ordinals.get(phase, 0) + 1
-        own, nested, _ = _item_parts(tokens, item) if isinstance(item, int) else ([item], [], 0)
-        drafts.append(
-            _draft(own, nested, box, marks, f"{phase}.{ordinals[phase]}", phase, line, problems)
+        step, text = _draft(
+            own, nested, box, marks, f"{phase}.{ordinals[phase]}", phase, line, problems
         )
+        if step.label:
+            shown[len(drafts)] = text
+        drafts.append(step)
     for (at, name), lines in stray.items():
         if name is None or not any(word in name.casefold() for word in _EXEMPT):
             where = f"under `{clip(name, 60)}`" if name is not None else "before the first phase"
@@ -359,7 +354,7 @@ def _parse_body(
                 "heading hold steps"
             )
             problems.append(Problem(at or lines[0], "note", message))
-    return phases, _settle_labels(drafts, problems)
+    return phases, _settle_labels(drafts, shown, problems)
 
 
 def _simple_items(lines: list[str]) -> dict[int, str]:
@@ -444,7 +439,7 @@ def _box(tokens: Sequence[Token], index: int) -> re.Match[str] | None:
     """The checkbox opening a list item's first paragraph, if it has one."""
     if index + 2 >= len(tokens) or tokens[index + 1].type != "paragraph_open":
         return None
-    return re.match(_CHECKBOX, tokens[index + 2].content)
+    return _rx(_CHECKBOX).match(tokens[index + 2].content)
 
 
 def _item_parts(tokens: Sequence[Token], start: int) -> tuple[list[str], list[str], int]:
@@ -485,6 +480,8 @@ def _skip_block(tokens: Sequence[Token], start: int) -> int:
 class _Markers:
     """The markers one item's text holds, the first of each kind and place kept."""
 
+    __slots__ = ("blocked_comment", "blocked_plain", "verify_comment", "verify_plain")
+
     def __init__(self) -> None:
         self.verify_comment: str | None = None
         self.verify_plain: str | None = None
@@ -514,23 +511,25 @@ def _draft(
     phase: str,
     line: int,
     problems: list[Problem],
-) -> _Draft:
+) -> tuple[Step, str]:
+    """The item's step, with the label it found, and its text with that label left in."""
     markers = _Markers()
     first = _read(own[0][box.end() :], markers)
     detail: list[str] = []
-    for part in (*own[1:], *nested):
+    for part in (*own[1:], *nested) if len(own) > 1 or nested else ():
         for detail_line in _read(part, markers).split("\n"):
             if detail_line.strip(" -") and len(detail) < DETAIL_LINES:
                 detail.append(clip(detail_line, DETAIL_LIMIT))
-    state = marks.get(box.group(1))
+    mark_found = box.group(1)
+    state = marks.get(mark_found)
     if state is None:
-        problems.append(Problem(line, "warning", f"unknown mark `[{box.group(1)}]` counts as open"))
+        problems.append(Problem(line, "warning", f"unknown mark `[{mark_found}]` counts as open"))
         state = "open"
     flat = " ".join(first.split())
-    struck, flat = _unstrike(flat)
+    struck, flat = _unstrike(flat) if flat[:2] == "~~" else (False, flat)
     shown = flat
     label, tags, flat = _label(flat)
-    struck_after, flat = _unstrike(flat)
+    struck_after, flat = _unstrike(flat) if label else (False, flat)
     mark = "open" if state == "in-progress" else state
     if (struck or struck_after) and mark != "done":
         mark = "cancelled"
@@ -538,10 +537,11 @@ def _draft(
     blocked = markers.blocked_comment
     if blocked is None:
         blocked = markers.blocked_plain
-    return _Draft(
+    step = Step(
         step_id, mark, _cut(flat), clip(verify, 10_000) if verify else None, blocked, line, phase,
-        state == "in-progress" and mark == "open", tags, tuple(detail), label, shown,
+        label, state == "in-progress" and mark == "open", tags, tuple(detail),
     )  # fmt: skip
+    return step, shown
 
 
 def _unstrike(text: str) -> tuple[bool, str]:
@@ -553,38 +553,48 @@ def _unstrike(text: str) -> tuple[bool, str]:
 
 def _label(text: str) -> tuple[str, tuple[str, ...], str]:
     """An author's id at the start of the text, the tags after it, and the rest."""
-    found = re.match(_LABEL, text)
+    found = _rx(_LABEL).match(text)
     if found is None:
         return "", (), text
     label, bold, sep = found.group("label", "bold", "sep")
-    plain_number = label[-1].isdigit() and label.lstrip("-").replace(".", "").isdigit()
     if not bold and (
-        (re.match(_WORDED, label) and sep != ":") or (plain_number and "." not in label and not sep)
+        (_rx(_WORDED).match(label) and sep != ":")
+        or (not sep and "." not in label and label.lstrip("-").isdigit())
     ):
         return "", (), text  # `2 eggs`, `Step 3 of the plan`: prose, not an id
     rest = text[found.end() :]
-    tags_found = re.match(_TAGS, rest)
+    tags_found = _rx(_TAGS).match(rest) if rest[:1] == "[" else None
     tags: tuple[str, ...] = ()
     if tags_found:
         tags = tuple(tag + "]" for tag in tags_found.group().replace(" ", "").split("]")[:-1])
         rest = rest[tags_found.end() :]
-    return " ".join(label.split()), tags, rest.lstrip(":. ")
+    return label if " " not in label else " ".join(label.split()), tags, rest.lstrip(":. ")
 
 
-def _settle_labels(drafts: list[_Draft], problems: list[Problem]) -> list[Step]:
-    """Keep each label that names exactly one step and never hides another step's id."""
+def _settle_labels(
+    drafts: list[Step], shown: dict[int, str], problems: list[Problem]
+) -> list[Step]:
+    """Keep each label that names exactly one step and never hides another step's id; a step
+    whose label goes is named by its id, and its text (`shown`) keeps the label."""
     # `Step N` that restarts in each phase is qualified by its phase, all of them alike.
-    worded = Counter(d.label.casefold() for d in drafts if re.match(_WORDED, d.label))
+    worded_label = _rx(_WORDED).match
+    worded = Counter(d.label.casefold() for d in drafts if d.label and worded_label(d.label))
     if any(n > 1 for n in worded.values()):
         drafts = [
-            d._replace(label=f"Phase {d.phase} {d.label}") if re.match(_WORDED, d.label) else d
+            d._replace(label=f"Phase {d.phase} {d.label}") if worded_label(d.label) else d
             for d in drafts
         ]
-    holders: dict[str, list[int]] = {}
-    for index, draft in enumerate(drafts):
-        if draft.label:
-            holders.setdefault(draft.label.casefold(), []).append(index)
-    for shared in (h for h in holders.values() if len(h) > 1):
+    usable: dict[str, int] = {}  # label: the one step that has it
+    holders: dict[str, list[int]] = {}  # label: the steps that share it
+    for index in shown:
+        key = drafts[index].label.casefold()
+        if key in holders:
+            holders[key].append(index)
+        elif key in usable:
+            holders[key] = [usable.pop(key), index]
+        else:
+            usable[key] = index
+    for shared in sorted(holders.values()):
         where = ", ".join(str(drafts[i].line) for i in shared[:8])
         ids = ", ".join(f"`{drafts[i].id}`" for i in shared[:8])
         message = (
@@ -592,11 +602,10 @@ def _settle_labels(drafts: list[_Draft], problems: list[Problem]) -> list[Step]:
             f"they go by their ids {ids}"
         )
         problems.append(Problem(drafts[shared[0]].line, "warning", message))
-    usable = {key: h[0] for key, h in holders.items() if len(h) == 1}
     by_id = {d.id.casefold(): index for index, d in enumerate(drafts)}
     # A label that is another step's id hides that id: keep it only while that step has a
     # label of its own to be named by. Dropping one label can expose the next.
-    pending = list(usable)
+    pending = [key for key in usable if key in by_id]
     while pending:
         key = pending.pop()
         owner, other = usable.get(key), by_id.get(key)
@@ -612,7 +621,9 @@ def _settle_labels(drafts: list[_Draft], problems: list[Problem]) -> list[Step]:
         problems.append(Problem(drafts[owner].line, "warning", message))
         pending.append(drafts[owner].id.casefold())
     named = set(usable.values())
-    return [d.build(d.label if i in named else "") for i, d in enumerate(drafts)]
+    for index in shown.keys() - named:
+        drafts[index] = drafts[index]._replace(label="", text=_cut(shown[index]), tags=())
+    return drafts
 
 
 def _segments(text: str) -> list[tuple[str, int, int]]:
@@ -624,7 +635,7 @@ def _segments(text: str) -> list[tuple[str, int, int]]:
     """
     if "`" not in text and "<!--" not in text:
         return [("text", 0, len(text))] if text else []
-    runs = [(m.start(), m.end()) for m in re.finditer(_TICKS, text)] if "`" in text else []
+    runs = [(m.start(), m.end()) for m in _rx(_TICKS).finditer(text)] if "`" in text else []
     partner = [-1] * len(runs)
     later: dict[int, int] = {}
     for index in range(len(runs) - 1, -1, -1):
@@ -673,8 +684,14 @@ def _read(text: str, markers: _Markers) -> str:
     comment opening with one, or a code span holding only the keyword; a code span that
     merely mentions one is text.
     """
-    if "`" not in text and "<!--" not in text and re.search(_KEYWORD, text) is None:
-        return text  # nothing to take out, as in most step texts
+    if "`" not in text:  # as in most step texts: at most comments to take out
+        comments: list[str] = []
+        plain = _drop_comments(text, comments)
+        if _rx(_KEYWORD).search(plain) is None:  # nor a keyword between them
+            for inner in comments:
+                if lead := _rx(_KEYWORD_LEAD).match(inner):
+                    markers.note(lead.group(1), inner[lead.end() :].strip(), comment=True)
+            return plain
     segments = _segments(text)
     kept: list[str] = []
     index = pos = 0  # pos: the text before it is kept or taken
@@ -684,7 +701,7 @@ def _read(text: str, markers: _Markers) -> str:
         if start >= end:
             index += 1
             continue
-        if kind == "text" and (found := re.compile(_KEYWORD).search(text, start, end)) is not None:
+        if kind == "text" and (found := _rx(_KEYWORD).search(text, start, end)) is not None:
             kept.append(text[start : found.start()])
             value, pos = _value(text, segments, index, found.end())
             markers.note(found.group(1), value, comment=False)
@@ -693,7 +710,7 @@ def _read(text: str, markers: _Markers) -> str:
         index += 1
         if kind == "comment":
             inner = text[start + 4 : end - 3].strip()
-            lead = re.match(_KEYWORD_LEAD, inner)
+            lead = _rx(_KEYWORD_LEAD).match(inner)
             if lead:
                 markers.note(lead.group(1), inner[lead.end() :].strip(), comment=True)
             kept.append(" ")
