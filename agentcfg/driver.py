@@ -226,9 +226,8 @@ class _Driver:
                 action = plan.schedule(action, policy)
                 if action.kind == "finish" or action.at > clock.now():
                     continue
-            if action.reason == "next-step" or (
-                action.resume and not self.current.session and ran is not None
-            ):  # a new session (or a pending claim never bound): a claim of its own
+            if ran is not None and (not action.resume or not self.current.session):
+                # a new session (or a pending claim never bound): a claim of its own
                 self.current = _claim(self.ws, self.runner, slug, True, clock.now())
             self.progress = plan.advance(self.progress, action, ended)
             argv = _argv(self.ws, self.runner, self.request, slug, self.current, action, ran)

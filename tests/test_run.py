@@ -70,6 +70,18 @@ def test_a_crash_resumes_after_a_backoff_that_doubles_in_a_row() -> None:
     assert (signalled.reason, signalled.resume) == ("crash", True)
 
 
+def test_a_second_crash_in_a_row_with_nothing_done_starts_a_new_session() -> None:
+    crashed = Ended(1, None)
+    first = plan.decide(Progress(starts=2), crashed, NOW, Policy())
+    assert (first.reason, first.resume) == ("crash", True)
+    again = plan.decide(plan.advance(Progress(starts=2), first, crashed), crashed, NOW, Policy())
+    assert (again.reason, again.resume) == ("crash", False)
+    moved = plan.decide(
+        Progress(starts=3, failures=1), Ended(1, None, progressed=True), NOW, Policy()
+    )
+    assert moved.resume  # a step closed before it crashed: the session is worth carrying on
+
+
 def test_a_crash_after_progress_is_carried_on_at_once() -> None:
     action = plan.decide(
         Progress(starts=1, failures=3), Ended(1, None, progressed=True), NOW, Policy()
@@ -242,6 +254,7 @@ def test_the_live_lines_and_the_endings(snapshot: SnapshotAssertion) -> None:
         plan.start_line(
             "gemini", "demo", "0b6f", Action("start", NOW, resume=True, reason="crash"), 2
         ),
+        plan.start_line("gemini", "demo", "5d1e", Action("start", NOW, reason="crash"), 3),
         plan.start_line("claude", "demo", "0b6f", limit, 3),
         plan.start_line("claude", "demo", "9a2c", Action("start", NOW, reason="next-step"), 3),
         plan.engagement_line(engage, 95, 25),

@@ -183,7 +183,12 @@ def decide(progress: Progress, ended: Ended, now: float, policy: Policy) -> Acti
             if ended.progressed
             else _backoff(policy.crash_backoff, progress.failures, policy.max_wait)
         )
-        action = Action("start", at=now + min(wait, policy.max_wait), resume=True, reason="crash")
+        # Crashing again with nothing done, the session itself may be what fails (a host
+        # cannot resume a session its refused first request never saved): a new one.
+        again = progress.failures > 0 and not ended.progressed
+        action = Action(
+            "start", at=now + min(wait, policy.max_wait), resume=not again, reason="crash"
+        )
     return schedule(action, policy)
 
 
@@ -234,9 +239,11 @@ def start_line(host: str, slug: str, session: str | None, action: Action, attemp
     who = f"session {session}" if session else "a new session (claim pending)"
     if action.reason == "next-step":
         return f"agentcfg run: {host} on the next step of `{slug}`, {who}"
-    if not action.resume:
+    if action.reason == "start":
         return f"agentcfg run: {host} on roadmap `{slug}`, {who}"
     why = REASONS.get(action.reason, action.reason)
+    if not action.resume:
+        why += " again: a new session"
     return f"agentcfg run: restart {attempt} of {host} on `{slug}` ({why}), {who}"
 
 

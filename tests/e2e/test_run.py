@@ -413,9 +413,7 @@ def test_gemini_at_its_usage_limit_is_resumed_in_the_same_session(tmp_path: Path
     in-process, so it exits 1 at once with `TerminalQuotaError … Suggested retry after 400s.`,
     the driver reads the reset from that and resumes the same session once it has passed
     (`--max-wait 2s` caps the wait). The refusal meets the third request, after a model turn
-    is saved: refused at its very first request, Gemini CLI 0.61.0 saves a session of user
-    messages only, and each `--resume` of it exits non-zero until the driver halts at its
-    restart cap."""
+    is saved (the next test refuses the first)."""
     limit = LimitAt(3, reset_in=400)
     run = drive("gemini", tmp_path, "--max-wait", "2s", limit=limit)
     assert len(limit.refused) == 1, run.failure()
@@ -424,3 +422,19 @@ def test_gemini_at_its_usage_limit_is_resumed_in_the_same_session(tmp_path: Path
     assert resumed["session"] == run.ending()["session"]
     paused = next(e for e in run.ledger() if e["event"] == "paused-usage-limit")
     assert paused["reset_at"], paused  # read from `Suggested retry after 400s.`
+
+
+def test_gemini_refused_at_its_first_request_carries_on_in_a_new_session(tmp_path: Path) -> None:
+    """Refused at its very first request, Gemini CLI 0.61.0 saves a session of user messages
+    only, and each `--resume` of it exits non-zero: after the second such crash in a row the
+    driver starts a new session, claimed afresh, which completes the run."""
+    limit = LimitAt(1, reset_in=400)
+    run = drive("gemini", tmp_path, "--max-wait", "2s", limit=limit)
+    assert len(limit.refused) == 1, run.failure()
+    assert_complete(run)
+    resumes = [e for e in run.ledger() if e["event"] == "run-resume"]
+    assert [(e["reason"], e["same_session"]) for e in resumes] == [
+        ("usage-limit", True), ("crash", True), ("crash", False)
+    ], run.events()  # fmt: skip
+    assert resumes[0]["session"] == resumes[1]["session"] != resumes[2]["session"]
+    assert run.ending()["session"] == resumes[2]["session"]
