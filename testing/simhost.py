@@ -1,7 +1,8 @@
 """A simulated Claude Code host for tests and `make demo`: real hook processes, a fake session.
 
 The host writes a transcript in Claude Code's JSONL shape, fires `agentcfg hook stop` as a
-subprocess with a Stop payload, and reads the answer the way the real host does.
+subprocess with a Stop payload, and reads the answer the way the real host does. A test may
+give it another way to run agentcfg (`run`), such as the same entry points in process.
 """
 
 from __future__ import annotations
@@ -12,9 +13,30 @@ import re
 import subprocess
 import sys
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+# how agentcfg is run: (argv after `agentcfg`, environment, stdin, working folder)
+Runner = Callable[[list[str], dict[str, str], str, Path], "subprocess.CompletedProcess[str]"]
+
+
+def as_process(
+    args: list[str], env: dict[str, str], stdin: str, cwd: Path
+) -> subprocess.CompletedProcess[str]:
+    """`agentcfg ARGS` as a process of its own."""
+    return subprocess.run(
+        [sys.executable, "-m", "agentcfg", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=60 if args[:1] == ["hook"] else 600,
+        check=False,
+    )
+
 
 _NEXT = re.compile(r"^Next step: \*\*(?P<id>[^*]+)\*\*", re.M)
 
@@ -44,8 +66,10 @@ class SimulatedHost:
         session_id: str | None = None,
         env: dict[str, str] | None = None,
         usage: dict[str, int] | None = None,
+        run: Runner = as_process,
     ):
         self.root = root
+        self.run = run
         self.usage = usage  # what each model message reports spending, as Claude Code records it
         self.session_id = session_id or str(uuid.uuid4())
         self.transcript = root / ".host" / f"{self.session_id}.jsonl"
@@ -148,7 +172,7 @@ class SimulatedHost:
         """Run `agentcfg ARGS` from inside the agent's Bash tool (session id in the environment)."""
         self.tool("agentcfg " + " ".join(args))
         env = {**self.env, "CLAUDE_CODE_SESSION_ID": self.session_id}
-        return self._run(list(args), env, timeout=600)
+        return self._run(list(args), env)
 
     def claim(self, slug: str, *args: str) -> subprocess.CompletedProcess[str]:
         return self.agentcfg("sessions", "claim", slug, *args)
@@ -158,19 +182,10 @@ class SimulatedHost:
         return self._run(["roadmap", "trust", slug], self.env)
 
     def _run(
-        self, args: list[str], env: dict[str, str], stdin: str = "", timeout: float = 60
+        self, args: list[str], env: dict[str, str], stdin: str = ""
     ) -> subprocess.CompletedProcess[str]:
-        """`agentcfg ARGS` as a process of its own in the workspace."""
-        return subprocess.run(
-            [sys.executable, "-m", "agentcfg", *args],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=self.root,
-            timeout=timeout,
-            check=False,
-        )
+        """`agentcfg ARGS` in the workspace, run as this host runs it."""
+        return self.run(args, env, stdin, self.root)
 
 
 def mark_done(roadmap: Path, step_id: str) -> None:

@@ -16,6 +16,7 @@ from click.testing import CliRunner, Result
 
 from agentcfg.cli import cli
 from agentcfg.commands import Clock
+from tests import inprocess
 
 REPO = Path(__file__).resolve().parent.parent
 # payloads and a transcript captured from the real Claude Code 2.1.197
@@ -83,10 +84,20 @@ def fixture_payload(n: int, root: Path, **changes: Any) -> dict[str, Any]:
 
 
 def fire(
-    root: Path, payload: dict[str, Any] | bytes, *args: str, env: dict[str, str] | None = None
+    root: Path,
+    payload: dict[str, Any] | bytes,
+    *args: str,
+    env: dict[str, str] | None = None,
+    process: bool = False,
 ) -> subprocess.CompletedProcess[str]:
-    """Run the stop hook as a real subprocess, as a host does."""
+    """Run the stop hook on one payload: through its `main` in this process, or as a real
+    subprocess, as a host does, when the test is about the `process` boundary."""
     data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    if not process:
+        proc = inprocess.hook(list(args), data, env or hook_env(root), root)
+        return subprocess.CompletedProcess(
+            proc.args, proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+        )
     proc = subprocess.run(
         [sys.executable, "-m", "agentcfg", "hook", "stop", *args],
         input=data,

@@ -15,6 +15,7 @@ from syrupy.assertion import SnapshotAssertion
 from agentcfg import notify, state, watch
 from agentcfg.workspace import Workspace
 from testing.simhost import SimulatedHost
+from tests import inprocess
 from tests.conftest import run_cli, write_roadmap
 
 BODY = """## Phase 1
@@ -29,7 +30,7 @@ CHANGE = "step 1.3 was removed or moved out of every phase (put it back)"
 def halted(ws: Path) -> SimulatedHost:
     """A run that proved 1.1, then lost 1.3 to the agent and halted."""
     roadmap = write_roadmap(ws, "c", BODY)
-    host = SimulatedHost(ws)
+    host = SimulatedHost(ws, run=inprocess.run)
     assert host.trust("c").returncode == 0
     host.human("Work through roadmap c.")
     assert host.claim("c").returncode == 0

@@ -10,6 +10,7 @@ from syrupy.assertion import SnapshotAssertion
 
 from agentcfg.core import report
 from testing.simhost import SimulatedHost
+from tests import inprocess
 from tests.conftest import run_cli, write_roadmap
 
 
@@ -187,7 +188,7 @@ def test_bad_options(ws: Path, args: list[str]) -> None:
 
 
 def test_over_a_ledger_written_by_real_hook_runs(ws: Path) -> None:
-    done = SimulatedHost(ws)
+    done = SimulatedHost(ws, run=inprocess.run)
     done.human("go")
     done.trust("demo")
     done.claim("demo")
@@ -196,7 +197,7 @@ def test_over_a_ledger_written_by_real_hook_runs(ws: Path) -> None:
         result = done.fire()
         if result.next_step:
             done.agentcfg("roadmap", "done", "demo", result.next_step)
-    stuck = SimulatedHost(ws)
+    stuck = SimulatedHost(ws, run=inprocess.run)
     stuck.human("go")
     write_roadmap(ws, "stuck", "## Phase 1\n- [ ] **1.1** never done <!-- verify: false -->\n")
     stuck.claim("stuck")

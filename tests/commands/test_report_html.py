@@ -11,6 +11,7 @@ from typing import Any
 from syrupy.assertion import SnapshotAssertion
 
 from testing.simhost import SimulatedHost
+from tests import inprocess
 from tests.commands.test_report import HAND_MADE, TOKENED, write_ledger
 from tests.conftest import run_cli
 
@@ -73,7 +74,7 @@ def test_the_page_matches_the_json(ws: Path, snapshot: SnapshotAssertion) -> Non
 
 
 def test_the_page_of_runs_the_real_hook_recorded(ws: Path) -> None:
-    host = SimulatedHost(ws, usage={"input_tokens": 100, "output_tokens": 20})
+    host = SimulatedHost(ws, usage={"input_tokens": 100, "output_tokens": 20}, run=inprocess.run)
     assert host.trust("demo").returncode == 0
     host.human("go")
     host.claim("demo")

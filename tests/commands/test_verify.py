@@ -18,6 +18,7 @@ from syrupy.assertion import SnapshotAssertion
 from agentcfg import loading, verify
 from agentcfg.workspace import Workspace
 from testing.simhost import SimulatedHost, mark_done
+from tests import inprocess
 from tests.conftest import hook_env, ledger, run_cli, write_roadmap
 
 STEPS = """## Phase 1
@@ -161,7 +162,7 @@ def test_verify_all_open_steps(road: Path, snapshot: SnapshotAssertion) -> None:
 def test_gate_refuses_an_unproven_box_and_allows_a_proven_one(
     ws: Path, snapshot: SnapshotAssertion
 ) -> None:
-    host = SimulatedHost(ws)
+    host = SimulatedHost(ws, run=inprocess.run)
     host.human("go")
     host.trust("demo")
     host.claim("demo")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agentcfg import claims
+from tests import inprocess
 from tests.conftest import hook_env
 
 SESSION = "hostile-session"
@@ -73,25 +74,30 @@ def fire_hostile(
     preexec: Callable[[], None] | None = None,
     adopts: bool = False,
     limit: float = TIME_LIMIT,
+    process: bool = False,
 ) -> subprocess.CompletedProcess[bytes]:
     """One fire that must end in time, without a traceback, writing nowhere but state/;
-    the session's claim stays as it was unless the fire `adopts` a pending one."""
+    the session's claim stays as it was unless the fire `adopts` a pending one. It runs the
+    hook's `main` in this process unless it is a `process` of its own (always with `preexec`)."""
     data = stdin if isinstance(stdin, bytes) else json.dumps(stdin).encode()
     outside = tree(root.parent, skip=root.name)
     inside = tree(root)
     kept = claim_file(root).read_bytes() if claim_file(root).is_file() else None
     valid_before = [p for p in (root / "state").rglob("*.json") if valid_json(p)]
     started = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, "-m", "agentcfg", "hook", "stop"],
-        input=data,
-        capture_output=True,
-        env=env or hook_env(root),
-        cwd=root,
-        timeout=30,
-        preexec_fn=preexec,
-        check=False,
-    )
+    if process or preexec is not None:
+        proc = subprocess.run(
+            [sys.executable, "-m", "agentcfg", "hook", "stop"],
+            input=data,
+            capture_output=True,
+            env=env or hook_env(root),
+            cwd=root,
+            timeout=30,
+            preexec_fn=preexec,
+            check=False,
+        )
+    else:
+        proc = inprocess.hook([], data, env or hook_env(root), root)
     elapsed = time.monotonic() - started
     stderr = proc.stderr.decode("utf-8", "replace")
     assert elapsed < limit, f"took {elapsed:.1f}s"
@@ -133,10 +139,12 @@ def run_hostile(
     seconds: float = TIME_LIMIT,
     stdin: bytes = b"",
     preexec: Callable[[], None] | None = None,
+    process: bool = False,
 ) -> subprocess.CompletedProcess[str]:
-    """One `agentcfg ARGS` that must end with `expect`, in time and within MEMORY_LIMIT, with
-    at most one error line, no traceback and no write outside the workspace but the person's
-    trust store and error log."""
+    """One `agentcfg ARGS` that must end with `expect`, in time, with at most one error line,
+    no traceback and no write outside the workspace but the person's trust store and error log.
+    It runs the console script's entry in this process unless it is a `process` of its own
+    (always with `preexec`), which must also stay within MEMORY_LIMIT."""
     env = env or {**hook_env(root), "XDG_STATE_HOME": str(root.parent / "xdg")}
 
     def outside() -> dict[str, str]:
@@ -151,24 +159,27 @@ def run_hostile(
             preexec()
 
     started = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, "-m", "agentcfg", *args],
-        input=stdin,
-        capture_output=True,
-        env=env,
-        cwd=root,
-        timeout=60,
-        preexec_fn=limits,
-        check=False,
-    )
+    if process or preexec is not None:
+        proc = subprocess.run(
+            [sys.executable, "-m", "agentcfg", *args],
+            input=stdin,
+            capture_output=True,
+            env=env,
+            cwd=root,
+            timeout=60,
+            preexec_fn=limits,
+            check=False,
+        )
+        out = subprocess.CompletedProcess(
+            proc.args, proc.returncode, proc.stdout.decode("utf-8", "replace"),
+            proc.stderr.decode("utf-8", "replace"),
+        )  # fmt: skip
+    else:
+        out = inprocess.cli(args, env, root, stdin)
     elapsed = time.monotonic() - started
-    out = subprocess.CompletedProcess(
-        proc.args, proc.returncode, proc.stdout.decode("utf-8", "replace"),
-        proc.stderr.decode("utf-8", "replace"),
-    )  # fmt: skip
     assert elapsed < seconds, f"took {elapsed:.1f}s"
     assert "Traceback" not in out.stderr, out.stderr[-800:]
-    assert proc.returncode in ((expect,) if isinstance(expect, int) else expect), out
+    assert out.returncode in ((expect,) if isinstance(expect, int) else expect), out
     assert len([line for line in out.stderr.splitlines() if "error" in line]) <= 1, out.stderr
     assert outside() == before, "wrote outside the workspace"
     return out

@@ -299,7 +299,7 @@ def test_a_yaml_alias_bomb_is_bounded(root: Path, args: list[str], where: str) -
         demo(root).write_text(ALIAS_BOMB)
     else:
         (root / "agentcfg.yaml").write_text(ALIAS_BOMB.split("---\n")[1])
-    result = run_hostile(root, args, (0, 1), seconds=4)
+    result = run_hostile(root, args, (0, 1), seconds=4, process=True)  # bounded in memory too
     assert "Traceback" not in result.stderr
 
 
@@ -334,7 +334,7 @@ def test_report_reads_only_a_regular_ledger_line_by_bounded_line(
     ledger = root / "state" / "run-continuation.jsonl"
     ledger.unlink()
     kind(ledger)
-    out = run_hostile(root, ["report", "--json"], 0, seconds=15)
+    out = run_hostile(root, ["report", "--json"], 0, seconds=15, process=True)
     assert json.loads(out.stdout)["matched"] == 0  # nothing read from a FIFO, device or NULs
 
 
@@ -409,8 +409,8 @@ def test_an_output_encoding_without_the_characters_never_crashes(
     root: Path, args: list[str]
 ) -> None:
     demo(root).write_text(demo(root).read_text().replace("Scope", "Scope 🧭 ✓ 会話"))
-    env = env_of(root, PYTHONIOENCODING="latin-1")
-    result = run_hostile(root, args, 0, env=env)
+    env = env_of(root, PYTHONIOENCODING="latin-1")  # read as the interpreter starts
+    result = run_hostile(root, args, 0, env=env, process=True)
     assert result.returncode == 0
 
 

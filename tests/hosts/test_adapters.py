@@ -121,7 +121,7 @@ def test_answers(host: str, snapshot: SnapshotAssertion) -> None:
 def test_real_hook_per_host(ws: Path, host: str, explicit: bool) -> None:
     assert run_cli("sessions", "claim", "demo", "--session", SESSION).exit_code == 0
     args = ("--host", host) if explicit else ()
-    result = fire(ws, payloads(ws)[host], *args)
+    result = fire(ws, payloads(ws)[host], *args, process=True)  # the boundary, per host
     if host in STDOUT_BLOCKS:
         assert (result.returncode, result.stderr) == (0, "")
         answer = json.loads(result.stdout)
@@ -135,5 +135,5 @@ def test_real_hook_per_host(ws: Path, host: str, explicit: bool) -> None:
 
 @pytest.mark.parametrize("host", HOSTS)
 def test_allow_per_host(ws: Path, host: str) -> None:
-    result = fire(ws, payloads(ws)[host], "--host", host)  # no claim: nothing to do
+    result = fire(ws, payloads(ws)[host], "--host", host, process=True)  # no claim: nothing to do
     assert (result.returncode, result.stdout, result.stderr) == (0, adapter(host).IDLE, "")

@@ -14,6 +14,7 @@ from syrupy.assertion import SnapshotAssertion
 
 from agentcfg import claims
 from testing.simhost import FireResult, SimulatedHost, mark_done
+from tests import inprocess
 from tests.conftest import ledger, write_roadmap
 
 BODY = """## Phase 1 — Build
@@ -44,7 +45,7 @@ def told(result: FireResult) -> str:
 def host(ws: Path) -> SimulatedHost:
     """A claimed autonomous run with 1.1 proven and 1.2, 1.3 open."""
     write_roadmap(ws, "c", BODY)
-    sim = SimulatedHost(ws)
+    sim = SimulatedHost(ws, run=inprocess.run)
     assert sim.trust("c").returncode == 0
     sim.human("Work through roadmap c.")
     assert sim.claim("c").returncode == 0

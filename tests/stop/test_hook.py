@@ -14,6 +14,7 @@ from syrupy.assertion import SnapshotAssertion
 
 from agentcfg import claims
 from testing.simhost import SimulatedHost
+from tests import inprocess
 from tests.conftest import FIXTURES, SESSION, fire, fixture_payload, hook_env, ledger, run_cli
 
 
@@ -23,7 +24,7 @@ def events(root: Path) -> list[str]:
 
 def started(ws: Path, *claim_args: str, env: dict[str, str] | None = None) -> SimulatedHost:
     """A simulated session that has spoken once and claimed the demo roadmap."""
-    host = SimulatedHost(ws, env=env)
+    host = SimulatedHost(ws, env=env, run=inprocess.run)
     host.human("go")
     assert host.claim("demo", *claim_args).returncode == 0
     return host
@@ -87,7 +88,7 @@ def test_the_console_script_answers_the_same(claimed: Path) -> None:
 
 
 def test_a_run_that_completes(ws: Path) -> None:
-    host = SimulatedHost(ws)
+    host = SimulatedHost(ws)  # every fire and command a process of its own, as on a real host
     host.human("work the roadmap")
     assert host.trust("demo").returncode == 0
     assert host.claim("demo").returncode == 0
@@ -238,7 +239,7 @@ def test_sixteen_simultaneous_fires_of_one_reply(ws: Path) -> None:
     host.reply("Working on it.")
     payload = host.payload()
     with ThreadPoolExecutor(16) as pool:
-        results = list(pool.map(lambda _: fire(ws, payload, env=host.env), range(16)))
+        results = list(pool.map(lambda _: fire(ws, payload, env=host.env, process=True), range(16)))
     assert all(r.returncode in (0, 2) and "Traceback" not in r.stderr for r in results)
     run = json.loads(run_file(ws, host.session_id).read_text())
     engages = events(ws).count("engage")
@@ -352,7 +353,7 @@ def test_unverified_completion_needs_a_command_in_the_turn(ws: Path) -> None:
 
 def test_gate_scope_always_acts_without_a_claim(ws: Path) -> None:
     (ws / "agentcfg.yaml").write_text("turn_end_gate: {scope: always}\n")
-    host = SimulatedHost(ws)
+    host = SimulatedHost(ws, run=inprocess.run)
     host.human("go")
     host.reply("Let me run the linter now.")
     result = host.fire()
@@ -425,7 +426,7 @@ PER_MESSAGE = {"input": 30, "output": 200, "cache_read": 5000, "cache_write": 77
 
 
 def test_each_recorded_fire_carries_the_tokens_of_its_segment(ws: Path) -> None:
-    host = SimulatedHost(ws, usage=SPEND)
+    host = SimulatedHost(ws, usage=SPEND, run=inprocess.run)
     host.human("work the roadmap")
     host.claim("demo")  # one model message (the tool call) so far
     host.reply("Claimed.")
@@ -447,7 +448,7 @@ def test_each_recorded_fire_carries_the_tokens_of_its_segment(ws: Path) -> None:
 
 
 def test_the_token_budget_halts_the_run(ws: Path) -> None:
-    host = SimulatedHost(ws, usage=SPEND)
+    host = SimulatedHost(ws, usage=SPEND, run=inprocess.run)
     host.human("go")
     host.claim("demo", "--max-tokens", "20000")
     codes = []

@@ -14,6 +14,7 @@ from syrupy.assertion import SnapshotAssertion
 from agentcfg import claims
 from agentcfg.workspace import Workspace
 from testing.simhost import FireResult, SimulatedHost
+from tests import inprocess
 from tests.conftest import fire, ledger, run_cli, write_roadmap
 
 
@@ -24,7 +25,7 @@ def events(root: Path) -> list[str]:
 
 
 def started(ws: Path, *claim_args: str, env: dict[str, str] | None = None) -> SimulatedHost:
-    host = SimulatedHost(ws, env=env)
+    host = SimulatedHost(ws, env=env, run=inprocess.run)
     assert host.trust("demo").returncode == 0  # the person trusts the verify lines
     host.human("Work through the demo roadmap.")
     assert host.claim("demo", *claim_args).returncode == 0
@@ -166,7 +167,7 @@ def test_gemini_pause_comes_from_the_payload_prompt(ws: Path) -> None:
 
 def test_closing_a_step_while_finding_one_is_progress(ws: Path) -> None:
     roadmap = write_roadmap(ws, "grow", "".join(f"- [ ] **{n}** step {n}\n" for n in (1, 2, 3)))
-    host = SimulatedHost(ws)
+    host = SimulatedHost(ws, run=inprocess.run)
     host.human("go")
     assert host.claim("grow").returncode == 0
     for n in range(4, 12):  # every turn closes the next step and discovers a new one
@@ -212,7 +213,7 @@ def test_wall_clock_halt_is_told(ws: Path) -> None:
 
 def test_a_finished_run_is_counted_once(ws: Path) -> None:
     roadmap = write_roadmap(ws, "tiny", "- [ ] **1** only step\n")
-    host = SimulatedHost(ws)
+    host = SimulatedHost(ws, run=inprocess.run)
     host.human("go")
     host.claim("tiny")
     host.reply("Working.")
