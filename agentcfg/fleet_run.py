@@ -181,6 +181,14 @@ def member_loop(
         except LeaseError:
             sleep(POLL)  # every open step is another member's for now; leases run out
             continue
+        # Another member may have closed the step since the sync above and given its lease
+        # back just before this one was taken: a second look at the fleet's branch tells.
+        sync(plan_, member, n)
+        if lease.step not in {
+            step.id for step in loading.load(member, plan_.slug).steps if step.is_open
+        }:
+            fleet.leave(member, plan_.slug, time.time())
+            continue
         ending, code = work(member, lease)
         if ending != "complete":
             fleet.leave(member, plan_.slug, time.time())

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from agentcfg import fleet, loading, trust
+from agentcfg import fleet, fleet_run, loading, trust
 from agentcfg.errors import AgentcfgError
 from agentcfg.fleet_run import Fleet, member_loop, plan, prepare_members
 from agentcfg.leases import Lease, Store
@@ -108,6 +108,37 @@ def test_three_members_do_every_step_once_and_the_fleet_branch_proves_each(
             held.pop(e["step"])
     assert {str(member.root) for member in members} >= {name for name, _ in worked}
     assert git(root, "status", "--porcelain") == ""
+
+
+def test_a_step_closed_between_a_members_sync_and_its_lease_is_given_back(
+    repo: tuple[Path, dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Member 2 looks at the roadmap before member 1 closes step 1.1 and gives its lease back,
+    and leases 1.1 after: a second look at the fleet's branch finds it closed, and member 2
+    gives it back and goes on with the rest, working no step twice."""
+    root, env = repo
+    the_fleet = plan(root, "demo", "claude", None, None, 60)
+    members = prepare_members(the_fleet, 2, env)
+    first: list[tuple[str, str]] = []
+    closes_one = agent(env, first)
+
+    def one_step(member: Workspace, lease: Lease) -> tuple[str, int]:
+        return closes_one(member, lease) if not first else ("halt-stall", 12)
+
+    assert member_loop(the_fleet, members[0], 1, one_step, env, timeout=30) == 12
+    assert [step for _, step in first] == ["1.1"]
+    real_sync, synced = fleet_run.sync, []
+
+    def stale_first(plan_: Fleet, member: Workspace, n: int) -> None:
+        if synced:  # the first look is the one taken before member 1 closed 1.1
+            real_sync(plan_, member, n)
+        synced.append(n)
+
+    monkeypatch.setattr(fleet_run, "sync", stale_first)
+    worked: list[tuple[str, str]] = []
+    assert member_loop(the_fleet, members[1], 2, agent(env, worked), env, timeout=30) == 0
+    assert [step for _, step in worked] == [f"1.{n}" for n in range(2, STEPS + 1)]
+    assert (root / "roadmaps" / "demo.md").read_text().count("- [x]") == STEPS
 
 
 def test_a_dead_members_step_is_taken_over_once_its_lease_runs_out(
