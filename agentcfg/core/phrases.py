@@ -8,75 +8,68 @@ from __future__ import annotations
 
 import re
 
+# The patterns are kept as source text, as in core.roadmap: `re` compiles each on its first
+# use and keeps it, so a stop hook fire compiles only those its message reaches.
 CLOSING_CHARS = 600
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-_PARAGRAPH_END = re.compile(r"\n[ \t>]*\n")
-_CODE = re.compile(r"```.*?(?:```|$)|`[^`\n]*`", re.S)
-_DECORATION = re.compile(r"^[\s>*_#`-]+|[\s*_`]+$")
-_NEGATION = re.compile(r"\b(?:not|no|never|cannot)\b|n't\b", re.I)
+_SENTENCE_END = r"(?<=[.!?])\s+|\n+"
+_PARAGRAPH_END = r"\n[ \t>]*\n"
+_CODE = r"(?s)```.*?(?:```|$)|`[^`\n]*`"
+_DECORATION = r"^[\s>*_#`-]+|[\s*_`]+$"
+_NEGATION = r"(?i)\b(?:not|no|never|cannot)\b|n't\b"
 
 _CONTINUE = (
     r"(?:continue|proceed|go ahead|keep going|carry on|move on|start|begin|implement|tackle"
     r"|work on|do (?:that|this|it|the next))"
 )
 _DEFERENCE = [
-    re.compile(rf"\b(?:would|do) you (?:like|want) me to {_CONTINUE}", re.I),
-    re.compile(rf"\b(?:shall|should) I {_CONTINUE}", re.I),
-    re.compile(rf"\blet me know if (?:you(?:'d| would) like|you want) me to {_CONTINUE}", re.I),
-    re.compile(rf"\b(?:want|ready for) me to {_CONTINUE}", re.I),
-    re.compile(r"\b(?:ok(?:ay)?|good|fine) (?:for me )?to (?:proceed|continue)\?", re.I),
-    re.compile(r"^(?:proceed|continue)\?$", re.I),
+    rf"(?i)\b(?:would|do) you (?:like|want) me to {_CONTINUE}",
+    rf"(?i)\b(?:shall|should) I {_CONTINUE}",
+    rf"(?i)\blet me know if (?:you(?:'d| would) like|you want) me to {_CONTINUE}",
+    rf"(?i)\b(?:want|ready for) me to {_CONTINUE}",
+    r"(?i)\b(?:ok(?:ay)?|good|fine) (?:for me )?to (?:proceed|continue)\?",
+    r"(?i)^(?:proceed|continue)\?$",
 ]
 # a request for the person's decision, wherever it stands in the closing paragraph
-_DECISION = re.compile(
-    r"\blet me know (?:which|what|whether|how|where|when|your"
+_DECISION = (
+    r"(?i)\blet me know (?:which|what|whether|how|where|when|your"
     r"|if you(?:'d| would)? (?:prefer|rather|agree|approve|want (?!me to)|like (?!me to)))"
     r"|\bplease (?:confirm|decide|choose|advise|approve|pick)\b"
     r"|\byour (?:call|choice|decision|preference)\b|\bup to you\b"
     r"|\b(?:which|what) (?:one )?(?:do|would) you (?:prefer|rather|choose|like)\b"
     r"|\bI need (?:your|a) (?:decision|input|approval|go-ahead|answer|choice)\b"
-    r"|\b(?:awaiting|waiting (?:for|on)) your (?:decision|input|approval|answer|confirmation)\b",
-    re.I,
+    r"|\b(?:awaiting|waiting (?:for|on)) your (?:decision|input|approval|answer|confirmation)\b"
 )
 # a why/what/how question the message answers itself ("Why did it fail? The cache was cold.")
-_RHETORICAL = re.compile(r"^(?:so,?\s+)?(?:why|what|how|where|when|who)\b", re.I)
-_TO_PERSON = re.compile(r"\b(?:you|your|we|us|our|should|shall|prefer|rather|ok|okay)\b", re.I)
-_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s")
+_RHETORICAL = r"(?i)^(?:so,?\s+)?(?:why|what|how|where|when|who)\b"
+_TO_PERSON = r"(?i)\b(?:you|your|we|us|our|should|shall|prefer|rather|ok|okay)\b"
+_LIST_ITEM = r"^\s*(?:[-*+]|\d+[.)])\s"
 CLOSING_REGION = 2000
 SHORT_LINE = 60
 
-_PROMISE = re.compile(
-    r"^(?:(?:now|next|then|first|ok(?:ay)?|alright)[,:]?\s+)*"
-    r"(?:I'll|I will|I am going to|I'm going to|let me(?! know)|let's|I need to)\b",
-    re.I,
+_PROMISE = (
+    r"(?i)^(?:(?:now|next|then|first|ok(?:ay)?|alright)[,:]?\s+)*"
+    r"(?:I'll|I will|I am going to|I'm going to|let me(?! know)|let's|I need to)\b"
 )
-_NOT_A_PROMISE = re.compile(
-    r"\b(?:stop|wait|pause|leave (?:it|this|that)|hand (?:it )?back)\b", re.I
-)
+_NOT_A_PROMISE = r"(?i)\b(?:stop|wait|pause|leave (?:it|this|that)|hand (?:it )?back)\b"
 _COMPLETION = [
-    re.compile(
-        r"\b(?:all )?(?:\d+ )?tests? (?:now |all )?"
-        r"(?:pass|passed|passing|are passing|are green|succeed)\b",
-        re.I,
+    (
+        r"(?i)\b(?:all )?(?:\d+ )?tests? (?:now |all )?"
+        r"(?:pass|passed|passing|are passing|are green|succeed)\b"
     ),
-    re.compile(
-        r"\b(?:is|are|'s) (?:now )?(?:all )?"
-        r"(?:complete|completed|done|finished|fixed|implemented|working)\b",
-        re.I,
+    (
+        r"(?i)\b(?:is|are|'s) (?:now )?(?:all )?"
+        r"(?:complete|completed|done|finished|fixed|implemented|working)\b"
     ),
-    re.compile(
-        r"\bI(?:'ve| have) (?:now )?(?:successfully )?(?:completed|finished|implemented|fixed)\b",
-        re.I,
-    ),
-    re.compile(r"\b(?:everything|CI|the build) is (?:now )?green\b", re.I),
-    re.compile(r"^(?:all )?done[.!]*$", re.I),
+    r"(?i)\bI(?:'ve| have) (?:now )?(?:successfully )?(?:completed|finished|implemented|fixed)\b",
+    r"(?i)\b(?:everything|CI|the build) is (?:now )?green\b",
+    r"(?i)^(?:all )?done[.!]*$",
 ]
 
 
 def closing_sentences(message: str) -> list[str]:
     """The sentences of the message's closing part, last one last, decoration stripped."""
     tail = message[-CLOSING_CHARS:]
-    parts = (_DECORATION.sub("", part) for part in _SENTENCE_END.split(tail))
+    parts = (re.sub(_DECORATION, "", part) for part in re.split(_SENTENCE_END, tail))
     return [part for part in parts if part]
 
 
@@ -93,12 +86,14 @@ def question(message: str) -> str | None:
     person; deference (asking leave to go on) is none."""
     sentences = [s for s in _closing_paragraph(message) if not _is_deference(s)]
     for index, sentence in enumerate(sentences):
-        if _DECISION.search(sentence):
+        if re.search(_DECISION, sentence):
             return sentence
         if not sentence.endswith("?"):
             continue
         answered = index < len(sentences) - 1  # statements follow in the same paragraph
-        if not (answered and _RHETORICAL.search(sentence) and not _TO_PERSON.search(sentence)):
+        if not (
+            answered and re.search(_RHETORICAL, sentence) and not re.search(_TO_PERSON, sentence)
+        ):
             return sentence
     return None
 
@@ -108,19 +103,19 @@ def _closing_paragraph(message: str) -> list[str]:
 
     Code is left out: a `?` inside it asks nobody anything.
     """
-    text = _CODE.sub(" ", message[-CLOSING_REGION:])
-    paragraphs = [p.strip() for p in _PARAGRAPH_END.split(text) if p.strip()]
+    text = re.sub(_CODE, " ", message[-CLOSING_REGION:])
+    paragraphs = [p.strip() for p in re.split(_PARAGRAPH_END, text) if p.strip()]
     closing: list[str] = []
     for paragraph in reversed(paragraphs):
         closing.insert(0, paragraph)
-        if len(paragraph) >= SHORT_LINE and not _LIST_ITEM.match(paragraph):
+        if len(paragraph) >= SHORT_LINE and not re.match(_LIST_ITEM, paragraph):
             break
-    parts = (_DECORATION.sub("", part) for part in _SENTENCE_END.split("\n".join(closing)))
+    parts = (re.sub(_DECORATION, "", part) for part in re.split(_SENTENCE_END, "\n".join(closing)))
     return [part for part in parts if part]
 
 
 def _is_deference(sentence: str) -> bool:
-    return any(pattern.search(sentence) for pattern in _DEFERENCE)
+    return any(re.search(pattern, sentence) for pattern in _DEFERENCE)
 
 
 def promise(message: str) -> str | None:
@@ -128,18 +123,18 @@ def promise(message: str) -> str | None:
     if not sentences:
         return None
     last = sentences[-1]
-    if last.endswith("?") or _NOT_A_PROMISE.search(last):
+    if last.endswith("?") or re.search(_NOT_A_PROMISE, last):
         return None
-    if _PROMISE.search(last) or (last.endswith(":") and _PROMISE.search(last.rstrip(":"))):
+    if re.search(_PROMISE, last) or (last.endswith(":") and re.search(_PROMISE, last.rstrip(":"))):
         return last
     return None
 
 
 def completion(message: str) -> str | None:
     for sentence in reversed(closing_sentences(message)):
-        if _NEGATION.search(sentence):
+        if re.search(_NEGATION, sentence):
             continue
-        if any(pattern.search(sentence) for pattern in _COMPLETION):
+        if any(re.search(pattern, sentence) for pattern in _COMPLETION):
             return sentence
     return None
 
@@ -148,30 +143,24 @@ def completion(message: str) -> str | None:
 _PAUSE_WORD = r"(?:stop|pause|halt|hold on|hold off|hang on|wait|freeze|enough)"
 _PAUSE = [
     # the prompt opens with a bare pause: "stop", "Wait, ...", "pause the roadmap for now."
-    re.compile(
-        r"^(?:(?:please|ok(?:ay)?|no|hey|actually|now|right)[,.!]*\s+)*"
+    (
+        r"(?i)^(?:(?:please|ok(?:ay)?|no|hey|actually|now|right)[,.!]*\s+)*"
         rf"{_PAUSE_WORD}"
         r"(?:\s+(?:it|that|this|here|there|now|for now|please|working|everything|all"
         r"|(?:for )?a (?:moment|minute|bit|sec(?:ond)?)|(?:the |this |your )?(?:roadmap|run|loop"
-        r"|work|autonomous run)))*\s*(?:[.!,;:\-]|$)",
-        re.I,
+        r"|work|autonomous run)))*\s*(?:[.!,;:\-]|$)"
     ),
-    re.compile(r"\b(?:don't|do not|dont) (?:continue|carry on|go on|proceed|keep going)\b", re.I),
-    re.compile(
-        r"\b(?:pause|stop|halt) (?:the |this |your )?(?:roadmap|run|loop|autonomous run)\b", re.I
-    ),
-    re.compile(r"\bstop working\b", re.I),
+    r"(?i)\b(?:don't|do not|dont) (?:continue|carry on|go on|proceed|keep going)\b",
+    r"(?i)\b(?:pause|stop|halt) (?:the |this |your )?(?:roadmap|run|loop|autonomous run)\b",
+    r"(?i)\bstop working\b",
 ]
-_NOT_PAUSE = re.compile(r"\b(?:don't|do not|dont|never) (?:stop|pause|halt|wait)\b", re.I)
+_NOT_PAUSE = r"(?i)\b(?:don't|do not|dont|never) (?:stop|pause|halt|wait)\b"
 _RESUME = [
-    re.compile(
-        r"^(?:(?:ok(?:ay)?|please|alright|right|now|yes)[,.!]*\s+)*"
-        r"(?:go on|continue|carry on|resume|proceed|keep going|go ahead|unpause|start again)\b",
-        re.I,
+    (
+        r"(?i)^(?:(?:ok(?:ay)?|please|alright|right|now|yes)[,.!]*\s+)*"
+        r"(?:go on|continue|carry on|resume|proceed|keep going|go ahead|unpause|start again)\b"
     ),
-    re.compile(
-        r"\b(?:resume|continue|unpause|restart) (?:the |this |your )?(?:roadmap|run)\b", re.I
-    ),
+    r"(?i)\b(?:resume|continue|unpause|restart) (?:the |this |your )?(?:roadmap|run)\b",
     _NOT_PAUSE,
 ]
 PROMPT_REGION = 2000
@@ -182,8 +171,8 @@ def intent(prompt: str | None) -> str | None:
     text = (prompt or "")[:PROMPT_REGION].strip()
     if not text:
         return None
-    if not _NOT_PAUSE.search(text) and any(p.search(text) for p in _PAUSE):
+    if not re.search(_NOT_PAUSE, text) and any(re.search(p, text) for p in _PAUSE):
         return "pause"
-    if any(p.search(text) for p in _RESUME):
+    if any(re.search(p, text) for p in _RESUME):
         return "resume"
     return None
