@@ -280,19 +280,10 @@ def _marks_of(meta: dict[str, Any], problems: list[Problem]) -> dict[str, str]:
 def _parse_body(
     body: str, offset: int, marks: dict[str, str], problems: list[Problem], shortcut: bool
 ) -> tuple[list[Phase], list[Step]]:
-    from markdown_it import MarkdownIt
-
-    parser = MarkdownIt("commonmark")
-    # Only block structure and each block's raw text are read: inline parsing is skipped,
-    # and so are link reference definitions (no checkbox item can be one).
-    parser.core.ruler.disable("inline")
-    parser.block.ruler.disable("reference")
     rows = body.split("\n")
     simple = _simple_items(rows) if shortcut else {}
-    if simple:  # those lines are left blank for markdown-it: it parses everything else
-        tokens = parser.parse("\n".join("" if n in simple else row for n, row in enumerate(rows)))
-    else:
-        tokens = parser.parse(body)
+    plain = _plain_headings(rows, simple, offset) if simple else None
+    tokens = [] if plain is not None else _markdown_it(body, rows, simple)
     items: list[tuple[int, int | str]] = [
         (token.map[0], index)
         for index, token in enumerate(tokens)
@@ -300,7 +291,7 @@ def _parse_body(
     ]
     if simple:
         items = sorted([*items, *simple.items()], key=lambda item: item[0])
-    headings = _headings(tokens, offset)
+    headings = _headings(tokens, offset) if plain is None else plain
     found: dict[str, Phase] = {}
     for at, _, title, phase_id in headings:
         if phase_id is not None and phase_id not in found:
@@ -355,6 +346,47 @@ def _parse_body(
             )
             problems.append(Problem(at or lines[0], "note", message))
     return phases, _settle_labels(drafts, shown, problems)
+
+
+def _markdown_it(body: str, rows: list[str], simple: dict[int, str]) -> list[Token]:
+    """markdown-it's block tokens for the body, the simple items' lines left blank."""
+    from markdown_it import MarkdownIt
+
+    parser = MarkdownIt("commonmark")
+    # Only block structure and each block's raw text are read: inline parsing is skipped,
+    # and so are link reference definitions (no checkbox item can be one).
+    parser.core.ruler.disable("inline")
+    parser.block.ruler.disable("reference")
+    if simple:  # those lines are left blank for markdown-it: it parses everything else
+        return parser.parse("\n".join("" if n in simple else row for n, row in enumerate(rows)))
+    return parser.parse(body)
+
+
+def _plain_headings(
+    rows: list[str], simple: dict[int, str], offset: int
+) -> list[tuple[int, int, str, str | None]] | None:
+    """The headings, as `_headings` gives them, of a body whose every line but its simple
+    items is blank, an ATX heading at the margin or prose opening with a letter; None when
+    any line is something else, for markdown-it to read.
+
+    Such a body holds no block but those items, headings and paragraphs: a letter opens no
+    other block, and a prose line that would continue an item already kept that item from
+    the simple ones (see `_simple_items`).
+    """
+    out: list[tuple[int, int, str, str | None]] = []
+    for number, row in enumerate(rows):
+        if number in simple or not row.strip(" \t") or row[0].isalpha():
+            continue
+        level = len(row) - len(row.lstrip("#"))
+        if not 1 <= level <= 6 or row[level : level + 1] not in ("", " ", "\t"):
+            return None
+        end = len(row.rstrip(" \t"))
+        closing = len(row[:end].rstrip("#"))
+        if level < closing < end and row[closing - 1] in " \t":  # a closing run of `#`
+            end = closing
+        text = row[level:end].strip()
+        out.append((number + offset + 1, level, text, _phase_id(text) if 2 <= level <= 4 else None))
+    return out
 
 
 def _simple_items(lines: list[str]) -> dict[int, str]:

@@ -18,12 +18,34 @@ LINES = [
     "### Phase 2", "# Title", "#nospace", "Setext", "===", "---", "***", "> - [ ] quoted", "> q",
     "```", "~~~", "<div>", "<!-- note -->", "-->", "<script>", "  ```", "- ```", "\x00",
     "- [ ] \x0b", "- [ ] a\x1f", "Phase 3", "- [ ] verify: true", "- [ ] blocked-by: x",
+    "## Phase 4 ##", "## Phase 5 \\#", "##\tPhase 6 #  ", "#", "## #", "####### Phase 7",
+    "   ## Phase 8", "## Phase 9 #\u3000", "Prose \u00e9t\u00e9", "\u00c9t\u00e9 prose", "\x0b",
+    "#### Phase 10 ###", "##### Phase 11",
 ]  # fmt: skip
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(LINES), max_size=30))
 def test_the_shortcut_reads_every_roadmap_as_markdown_it_does(lines: list[str]) -> None:
+    text = "\n".join(lines)
+    assert parse_roadmap(text) == parse_roadmap(text, shortcut=False)
+    assert parse_roadmap(text + "\n") == parse_roadmap(text + "\n", shortcut=False)
+
+
+# bodies markdown-it need not read at all: simple items, headings at the margin and prose,
+# with a few lines that send the whole body back to it
+PLAIN = [
+    "- [ ] a", "- [x] **1.1** b <!-- verify: make -->", "- [/] c", "- [ ] a \\", "- [ ]", "",
+    " ", "\t", "## Phase 1", "## Phase 2 ##", "### Phase 3 #", "#### Phase 4 ###", "#", "## #",
+    "# Title", "##\tPhase 5", "## Phase 6 \\#", "## Phase 7 #\u3000", "## Phase one",
+    "##### Phase 8", "Prose", "\u00c9t\u00e9", "Phase 9", "####### Phase 10", "#nospace",
+    "  indented", "===", "1. [ ] one",
+]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(PLAIN), max_size=30))
+def test_a_body_read_without_markdown_it_reads_as_through_it(lines: list[str]) -> None:
     text = "\n".join(lines)
     assert parse_roadmap(text) == parse_roadmap(text, shortcut=False)
     assert parse_roadmap(text + "\n") == parse_roadmap(text + "\n", shortcut=False)

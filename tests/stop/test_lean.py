@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import fixture_payload, hook_env, run_cli
+from tests.conftest import fixture_payload, hook_env, run_cli, write_roadmap
 
 PROBE = """
 import io, sys
@@ -70,3 +70,19 @@ def test_a_full_parse_of_a_plain_frontmatter_loads_no_yaml_library(ws: Path) -> 
     result = probe(ws, fixture_payload(1, ws))
     assert result["code"] == 2
     assert "ruamel" not in result["heavy"] and "markdown_it" in result["heavy"]
+
+
+def test_a_full_parse_of_one_line_items_under_headings_loads_no_markdown_parser(ws: Path) -> None:
+    """A roadmap of one-line items, headings at the margin and prose is read without
+    markdown-it (and still fully: the fire names its next step)."""
+    body = "# Plain\n\nSome prose.\n\n## Phase 1\n\n" + "".join(
+        f"- [{'x' if n < 3 else ' '}] **1.{n + 1}** Step {n} <!-- verify: true -->\n"
+        for n in range(6)
+    )
+    write_roadmap(ws, "plain", body)
+    run_cli("sessions", "claim", "plain", "--session", str(fixture_payload(1, ws)["session_id"]))
+    (ws / "agentcfg.yaml").write_text("mode: enforce\n")
+    for cached in (ws / "state" / "cache").glob("roadmap-*"):
+        cached.unlink()
+    result = probe(ws, fixture_payload(1, ws))
+    assert result == {"code": 2, "heavy": ["(json)", "(pathlib)", "(re)"]}
