@@ -8,6 +8,7 @@ real subprocesses where a test is about it."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import os
 import subprocess
@@ -22,14 +23,18 @@ from click.testing import CliRunner
 
 @contextlib.contextmanager
 def as_process(cwd: Path, env: Mapping[str, str]) -> Iterator[None]:
-    """`os.environ` exactly `env` and the working folder `cwd`; both restored after."""
-    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    """`os.environ` exactly `env`, the working folder `cwd`, and no garbage collector callbacks
+    (a test library's, left from an earlier test, would swallow the hook's time-limit signal
+    if it came while one ran, as it never can in a fresh process); all restored after."""
+    saved_env, saved_cwd, saved_callbacks = dict(os.environ), os.getcwd(), gc.callbacks[:]
     os.environ.clear()
     os.environ.update(env)
     os.chdir(cwd)
+    gc.callbacks.clear()
     try:
         yield
     finally:
+        gc.callbacks[:] = saved_callbacks
         os.chdir(saved_cwd)
         os.environ.clear()
         os.environ.update(saved_env)
