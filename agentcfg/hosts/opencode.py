@@ -4,9 +4,11 @@
 On `session.idle` of a top-level session the plugin sends `agentcfg hook stop --host opencode`
 a payload it builds from the session's messages (the person's latest prompt id, the last reply
 and its message id, whether the last message was one of ours) and continues the session with a
-block's reason. It gives the agent's shell the session id as OPENCODE_SESSION_ID. Headless,
-only `opencode serve` with `opencode run --attach` keeps a session alive for a continuation;
-plain `opencode run` exits at the first idle.
+block's reason. It gives the agent's shell the session id as OPENCODE_SESSION_ID, leaves a
+session whose last reply ended on an error at rest, and after `session.compacted` adds the
+text of `agentcfg hook session-start --host opencode` to the session. Headless, only
+`opencode serve` with `opencode run --attach` keeps a session alive for a continuation (how
+`agentcfg run` starts it: `opencode_server.py`); plain `opencode run` exits at the first idle.
 """
 
 from __future__ import annotations
@@ -114,7 +116,8 @@ def checks(path: Path, root: Path, home: Path, env: Mapping[str, str]) -> list[F
             "ok",
             NAME,
             "headless, OpenCode continues a session only under `opencode serve` with "
-            "`opencode run --attach`; plain `opencode run` exits at the first idle",
+            "`opencode run --attach` (how `agentcfg run --host opencode` starts it); plain "
+            "`opencode run` exits at the first idle",
         )
     ]
     try:

@@ -1,25 +1,40 @@
 // agentcfg stop hook for OpenCode, written by `agentcfg hooks install --host opencode`.
 // When a top-level session goes idle it asks `agentcfg hook stop` whether the claimed roadmap
-// still has work, and if so continues the session with the text it gets back. Anything that
-// goes wrong lets the session rest. `agentcfg hooks uninstall --host opencode` removes it.
+// still has work, and if so continues the session with the text it gets back. After OpenCode
+// compacts a session it asks `agentcfg hook session-start` where the run stands and adds that
+// to the session without a reply. Anything that goes wrong lets the session rest.
+// `agentcfg hooks uninstall --host opencode` removes it.
 import { spawn } from "node:child_process";
 
 const COMMAND = []; // the hook command, filled in at install
-const OWN_TEXTS = ["run-continuation:", "turn-end-gate:"];
+// the same program's re-injection after a compaction: `hook session-start` for `hook stop`
+const AT = COMMAND.findIndex((word, i) => word === "stop" && COMMAND[i - 1] === "hook");
+const START_COMMAND =
+  AT < 0 ? [] : [...COMMAND.slice(0, AT), "session-start", ...COMMAND.slice(AT + 1)];
+const OWN_TEXTS = ["run-continuation:", "turn-end-gate:", "agentcfg: this session holds"];
 const TIMEOUT_MS = 30000;
 
 export const AgentcfgStop = async ({ client, directory }) => {
   const busy = new Set(); // sessions whose idle is being answered: one answer at a time
+  const compacted = new Map(); // session -> its re-injection in flight, which an idle waits for
   return {
     // the agent's shell learns its session, so `agentcfg sessions claim` can bind it
     "shell.env": async (input, output) => {
       if (input && input.sessionID) output.env.OPENCODE_SESSION_ID = input.sessionID;
     },
     event: async ({ event }) => {
-      const id = event && event.type === "session.idle" && event.properties?.sessionID;
-      if (!id || busy.has(id)) return;
+      const id = event && event.properties?.sessionID;
+      if (id && event.type === "session.compacted") {
+        const done = reinject(client, directory, id).catch(() => {}); // nothing added, then
+        compacted.set(id, done);
+        await done;
+        if (compacted.get(id) === done) compacted.delete(id);
+        return;
+      }
+      if (!id || event.type !== "session.idle" || busy.has(id)) return;
       busy.add(id);
       try {
+        await compacted.get(id); // the step is back in the session before it is continued
         await answerIdle(client, directory, id);
       } catch {
         // the session rests: a broken hook never keeps an agent going
@@ -43,6 +58,24 @@ async function answerIdle(client, directory, id) {
     });
   } else if (answer.note) {
     await client.app.log({ body: { service: "agentcfg", level: "info", message: answer.note } });
+  }
+}
+
+async function reinject(client, directory, id) {
+  const session = (await client.session.get({ path: { id } })).data;
+  if (!session || session.parentID) return;
+  const payload = {
+    hook_event_name: "session.compacted",
+    source: "compact",
+    session_id: id,
+    cwd: session.directory || directory,
+  };
+  const text = contextOf(await runHook(JSON.stringify(payload), START_COMMAND));
+  if (text) {
+    await client.session.prompt({
+      path: { id },
+      body: { noReply: true, parts: [{ type: "text", text }] },
+    });
   }
 }
 
@@ -72,17 +105,19 @@ function stopPayload(id, cwd, messages) {
     reply_id: last ? last.info.id : "", // two replies of the same words are still two replies
     last_assistant_message: last ? textOf(last) : null,
     stop_hook_active: Boolean(lastUser && isOurs(lastUser)),
-    interrupted: Boolean(last && last.info.error && last.info.error.name === "MessageAbortedError"),
+    // stopped by the person, or by an error OpenCode gave up retrying (a provider's limit):
+    // not a turn that ended, so nothing continues it
+    interrupted: Boolean(last && last.info.error),
   };
 }
 
-function runHook(input) {
+function runHook(input, command = COMMAND) {
   return new Promise((resolve) => {
-    if (COMMAND.length === 0) return resolve({ code: null, stdout: "" });
+    if (command.length === 0) return resolve({ code: null, stdout: "" });
     let stdout = "";
     let child;
     try {
-      child = spawn(COMMAND[0], COMMAND.slice(1), { stdio: ["pipe", "pipe", "ignore"] });
+      child = spawn(command[0], command.slice(1), { stdio: ["pipe", "pipe", "ignore"] });
     } catch {
       return resolve({ code: null, stdout: "" });
     }
@@ -113,4 +148,14 @@ function parseAnswer({ code, stdout }) {
     return { block: data.reason };
   }
   return data && typeof data.systemMessage === "string" ? { note: data.systemMessage } : {};
+}
+
+function contextOf({ code, stdout }) {
+  if (code !== 0) return "";
+  try {
+    const text = JSON.parse(stdout || "{}")?.hookSpecificOutput?.additionalContext;
+    return typeof text === "string" ? text : "";
+  } catch {
+    return "";
+  }
 }

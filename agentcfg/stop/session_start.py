@@ -1,7 +1,7 @@
 """`agentcfg hook session-start`: when a host has compacted a session's context, tell the agent
 again which roadmap its session holds, the step to work, its verify line and where the run
 stands. Registered for the hosts' own after-compaction event (Claude Code's, Codex's and Qwen Code's
-`SessionStart` with source `compact`).
+`SessionStart` with source `compact`; OpenCode's `session.compacted`, through our plugin).
 
 A session with no claim gets nothing, as cheaply as the stop hook's preflight; anything that
 goes wrong prints nothing and exits 0: the host goes on as if the hook were not there.

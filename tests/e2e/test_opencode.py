@@ -11,7 +11,10 @@ import shutil
 import socket
 import subprocess
 import time
+import urllib.parse
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +37,14 @@ QUIET = {
 
 def get(url: str) -> Any:
     with urllib.request.urlopen(url, timeout=10) as response:
+        return json.loads(response.read() or b"null")
+
+
+def post(url: str, body: object) -> Any:
+    request = urllib.request.Request(
+        url, json.dumps(body).encode(), {"content-type": "application/json"}, method="POST"
+    )
+    with urllib.request.urlopen(request, timeout=240) as response:
         return json.loads(response.read() or b"null")
 
 
@@ -60,9 +71,9 @@ def configure(root: Path, env: dict[str, str], model: str) -> dict[str, str]:
     return {**env, **QUIET}
 
 
-def opencode(root: Path, env: dict[str, str], script: Script) -> list[dict[str, Any]]:
-    """One prompt through a served OpenCode, waited on until the session stays idle; the
-    session's messages."""
+@contextmanager
+def served(root: Path, env: dict[str, str], script: Script) -> Iterator[tuple[str, dict[str, str]]]:
+    """`opencode serve` in the project, answered by the scripted model: its URL and env."""
     model = serve(script)
     env = configure(root, env, f"http://127.0.0.1:{model.server_address[1]}")
     port = free_port()
@@ -79,6 +90,25 @@ def opencode(root: Path, env: dict[str, str], script: Script) -> list[dict[str, 
                 break
             except OSError:
                 time.sleep(0.3)
+        yield url, env
+    finally:
+        server.terminate()
+        server.wait(30)
+        model.shutdown()
+
+
+def settle(url: str) -> None:
+    """Wait until every session stays idle, with no continuation due."""
+    quiet, deadline = 0, time.monotonic() + 240
+    while quiet < 8 and time.monotonic() < deadline:
+        quiet = quiet + 1 if get(url + "/session/status") == {} else 0
+        time.sleep(0.5)
+
+
+def opencode(root: Path, env: dict[str, str], script: Script) -> list[dict[str, Any]]:
+    """One prompt through a served OpenCode, waited on until the session stays idle; the
+    session's messages."""
+    with served(root, env, script) as (url, env):
         run = subprocess.run(
             [host_binary("opencode"), "run", "--attach", url, "--dir", str(root), "--format", "json",
              "Work through roadmaps/e2e.md."],
@@ -86,17 +116,10 @@ def opencode(root: Path, env: dict[str, str], script: Script) -> list[dict[str, 
             stdin=subprocess.DEVNULL, check=False,
         )  # fmt: skip
         assert run.returncode == 0, run.stderr[-2000:]
-        quiet = 0
-        while quiet < 8 and time.monotonic() < deadline + 120:  # idle, and no continuation due
-            quiet = quiet + 1 if get(url + "/session/status") == {} else 0
-            time.sleep(0.5)
+        settle(url)
         (session,) = get(url + "/session")
         messages: list[dict[str, Any]] = get(f"{url}/session/{session['id']}/message")
         return messages
-    finally:
-        server.terminate()
-        server.wait(30)
-        model.shutdown()
 
 
 def test_a_run_that_completes(tmp_path: Path) -> None:
@@ -192,3 +215,69 @@ def test_agentcfg_run_serves_opencode_to_complete(tmp_path: Path) -> None:
     assert proc.stderr.count("· step 1.") == 1, proc.stderr  # one line per engagement
     assert "agentcfg run: complete — roadmap `e2e` (exit 0)" in proc.stderr
     assert host_processes(root) == []  # the server went with the run
+
+
+# --- after a compaction the plugin gives the session its step back ---
+
+
+def text_of(message: dict[str, Any]) -> str:
+    return "\n".join(p.get("text", "") for p in message["parts"] if p.get("type") == "text")
+
+
+def test_a_compaction_gives_the_session_its_step_back(tmp_path: Path) -> None:
+    """A claimed session with one prompt, compacted through the server's summarize: the plugin
+    runs `hook session-start` on `session.compacted` and adds its text to the session with
+    no reply, before the idle that follows is continued; the model sees it next."""
+    root, env = workspace(tmp_path, "opencode", steps=2)
+    script = Script("e2e", AGENTCFG)
+    with served(root, env, script) as (url, env):
+        query = urllib.parse.urlencode({"directory": str(root)})
+        session = post(f"{url}/session?{query}", {})["id"]
+        claimed = subprocess.run(
+            [AGENTCFG, "sessions", "claim", "e2e", "--session", session],
+            cwd=root, env=env, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert claimed.returncode == 0, claimed.stderr
+        prompt = {"noReply": True, "parts": [{"type": "text", "text": "Plan: roadmaps/e2e.md."}]}
+        post(f"{url}/session/{session}/message?{query}", prompt)
+        post(f"{url}/session/{session}/summarize?{query}", {"providerID": "fake", "modelID": "m"})
+        settle(url)
+        messages: list[dict[str, Any]] = get(f"{url}/session/{session}/message")
+    users = [(m["info"]["id"], text_of(m)) for m in messages if m["info"]["role"] == "user"]
+    back = [(i, t) for i, t in users if t.startswith("agentcfg: this session holds")]
+    assert len(back) == 1, users
+    text = back[0][1]
+    assert "roadmap `e2e`" in text and "Next step: **1.1**" in text, text
+    assert "verify: test -d roadmaps" in text, text
+    summary = next(i for i, m in enumerate(messages) if m["info"].get("summary") is True)
+    order = [m["info"]["id"] for m in messages]
+    assert summary < order.index(back[0][0]), order  # added after the compaction's summary
+    # the continuation came after it, and the model saw the step in the compacted session
+    continued = [i for i, t in users if t.startswith("run-continuation:")]
+    assert continued and order.index(continued[0]) > order.index(back[0][0]), users
+    asked = [json.dumps(b["messages"]) for b in script.requests if b.get("tools")]
+    assert any("agentcfg: this session holds" in a for a in asked)
+    assert events(root)[-1] == "complete" and ticked(root) == 2
+
+
+def test_agentcfg_run_pauses_opencode_at_a_usage_limit_then_completes(tmp_path: Path) -> None:
+    """The provider refuses every request for 25 s, announcing a reset 2 s away: OpenCode's
+    server retries after each `retry-after` (9 refusals in about 8 s seen), gives up, and the
+    session rests on the error (the plugin does not continue a reply that ended on one). The
+    driver reads the limit from the session's messages, pauses once (the reset it tells, 1 s
+    after the last refusal, is already past, so it backs off, capped at 30 s) and resumes the
+    same session after the refusals have ended."""
+    limit = Limit(seconds=25, reset_in=2)
+    root, proc = drive(tmp_path, 2, "--max-wait", "30s", limit=limit)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert limit.refused, "the provider never refused"
+    ending = json.loads(proc.stdout)
+    assert (ending["ending"], ending["steps_closed"], ending["restarts"]) == ("complete", 2, 1)
+    seen = [e["event"] for e in ledger(root)]
+    assert seen.count("paused-usage-limit") == 1, seen
+    assert seen.index("paused-usage-limit") < seen.index("run-resume") < seen.index("complete")
+    resumed = next(e for e in ledger(root) if e["event"] == "run-resume")
+    assert (resumed["reason"], resumed["same_session"]) == ("usage-limit", True)
+    assert resumed["session"] == ending["session"]
+    assert "paused at a usage limit" in proc.stderr
+    assert host_processes(root) == []

@@ -35,6 +35,7 @@ def run_plugin(
     parent: str | None = None,
     messages: list[Any] | None = None,
     event: dict[str, Any] | None = None,
+    events: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     plugin = ws / ".opencode" / "plugin" / "agentcfg.js"
     plugin.parent.mkdir(parents=True, exist_ok=True)
@@ -44,7 +45,8 @@ def run_plugin(
         "session_id": SESSION,
         "session": {"directory": str(ws), **({"parentID": parent} if parent else {})},
         "messages": json.loads(MESSAGES.read_text()) if messages is None else messages,
-        "event": event or {"type": "session.idle", "properties": {"sessionID": SESSION}},
+        "events": events
+        or [event or {"type": "session.idle", "properties": {"sessionID": SESSION}}],
     }
     (ws / "input.json").write_text(json.dumps(data))
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTCFG_")}
@@ -172,3 +174,53 @@ def test_opencode_user_scope_follows_xdg_config_home(tmp_path: Path) -> None:
     assert opencode.config_path("user", tmp_path, home, xdg) == (
         tmp_path / "xdg" / "opencode" / "plugin" / "agentcfg.js"
     )
+
+
+def test_a_compaction_gives_the_session_its_step_back_without_a_reply(ws: Path) -> None:
+    assert run_cli("sessions", "claim", "demo", "--session", SESSION).exit_code == 0
+    event = {"type": "session.compacted", "properties": {"sessionID": SESSION}}
+    result = run_plugin(ws, install.hook_command("opencode"), event=event)
+    ((kind, request),) = result["calls"]
+    assert kind == "prompt" and request["path"] == {"id": SESSION}
+    assert request["body"]["noReply"] is True  # context for the agent, not a turn of its own
+    (part,) = request["body"]["parts"]
+    assert part["type"] == "text"
+    assert part["text"].startswith(
+        "agentcfg: this session holds the autonomous run of roadmap `demo`"
+    )
+    assert "Next step: **" in part["text"] and "verify: " in part["text"]
+    assert ledger(ws) == []  # a re-injection is no engagement
+
+
+def test_a_compaction_of_a_session_without_a_claim_adds_nothing(ws: Path) -> None:
+    event = {"type": "session.compacted", "properties": {"sessionID": SESSION}}
+    assert run_plugin(ws, install.hook_command("opencode"), event=event)["calls"] == []
+
+
+def test_the_idle_after_a_compaction_is_continued_once_the_step_is_back(ws: Path) -> None:
+    # a hook whose re-injection is slower than its stop answer: the idle still waits for it
+    answers = (
+        'if [ "$1" = session-start ]; then sleep 1; '
+        """echo '{"hookSpecificOutput": {"additionalContext": "the step"}}'; """
+        """else echo '{"decision": "block", "reason": "go on"}'; fi"""
+    )
+    events = [
+        {"type": "session.compacted", "properties": {"sessionID": SESSION}},
+        {"type": "session.idle", "properties": {"sessionID": SESSION}},
+    ]  # OpenCode's bus does not wait for one plugin call before the next
+    result = run_plugin(ws, shlex.join(["sh", "-c", answers, "hook", "stop"]), events=events)
+    sent = [(kind, r["body"]["parts"][0]["text"]) for kind, r in result["calls"]]
+    assert sent == [("prompt", "the step"), ("promptAsync", "go on")]
+
+
+def test_a_reply_that_ended_on_an_error_is_not_continued(ws: Path) -> None:
+    """OpenCode gave up retrying the provider's 429: the session rests, so `agentcfg run`
+    reads the limit from its messages instead of the hook continuing it into the limit."""
+    assert run_cli("sessions", "claim", "demo", "--session", SESSION).exit_code == 0
+    limited = json.loads(
+        (FIXTURES / "opencode-1.18.33" / "session-messages-rate-limit.json").read_text()
+    )
+    for number, message in enumerate(limited):
+        message["info"]["id"] = f"msg_{number}"
+    assert run_plugin(ws, install.hook_command("opencode"), messages=limited)["calls"] == []
+    assert ledger(ws) == []
