@@ -56,6 +56,8 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         self.rfile.read(int(self.headers.get("content-length") or 0))
         Path("posted").open("a").write(self.path + "\\n")
+        if self.path.endswith("/abort"):
+            Path("status.json").unlink(missing_ok=True)
         self.answer(json.dumps({"id": "ses_made1", "directory": "x"}))
 
 
@@ -166,3 +168,18 @@ def test_a_server_that_does_not_start_is_one_line(binary: Path, tmp_path: Path) 
         "OpenCode's server (`opencode serve`) did not start: it exited with 3: "
         "Error: the config does not parse"
     )
+
+
+def test_the_end_of_the_run_aborts_what_the_server_still_works_on(
+    binary: Path, tmp_path: Path
+) -> None:
+    """OpenCode runs the agent's shell commands in process groups of their own: only an abort
+    ends them, so the run aborts every busy session before it ends the server."""
+    with served(binary, tmp_path) as runner:
+        (tmp_path / "status.json").write_text(json.dumps({"ses_made1": {"type": "busy"}}))
+    assert (tmp_path / "posted").read_text() == "/session/ses_made1/abort\n"
+    assert not (tmp_path / "status.json").exists()
+    (tmp_path / "posted").unlink()
+    with served(binary, tmp_path) as runner:  # nothing busy: nothing aborted
+        pass
+    assert not (tmp_path / "posted").exists() and runner.proc is None

@@ -32,6 +32,7 @@ from agentcfg.runners import end_group
 START_TIMEOUT = 120.0  # seconds the server has to answer after it is started
 QUIET = 5.0  # seconds of idle in a row that end a start: the plugin's hook answers within them
 REQUEST_TIMEOUT = 10.0
+ABORT_WAIT = 5.0  # seconds the server has to end its sessions' work when the run ends
 POLL = 0.25
 
 
@@ -77,8 +78,29 @@ class Served:
 
     def __exit__(self, *exc: object) -> None:
         if self.proc is not None:
+            self._abort_all()
             end_group(self.proc)
             self.proc = None
+
+    def _abort_all(self) -> None:
+        """Abort whatever the server still works on: OpenCode runs the agent's shell commands
+        in process groups of their own, which only its abort ends, not the server's end."""
+        try:
+            working = self._request("GET", "/session/status")
+        except (OSError, ValueError):
+            return
+        if not isinstance(working, dict) or not working:
+            return
+        for session in working:
+            self.interrupt(session)
+        deadline = time.monotonic() + ABORT_WAIT
+        while time.monotonic() < deadline:
+            try:
+                if not self._request("GET", "/session/status"):
+                    return
+            except (OSError, ValueError):
+                return
+            time.sleep(POLL)
 
     def _serve(self) -> None:
         """Start `opencode serve` and wait until it answers; AgentcfgError when it does not."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -23,7 +24,7 @@ from tests.e2e.harness import CACHE, TIMEOUT
 from tests.e2e.limits import Limit
 from tests.e2e.more_hosts import AGENTCFG, events, host_binary, ledger, ticked, workspace
 from tests.e2e.openai_model import USAGE, Script, serve
-from tests.e2e.test_run import host_processes
+from tests.e2e.test_run import LONG_COMMAND, host_processes
 
 # OpenCode installs its plugin package into every config folder it loads at start (64 MB from
 # the registry); a pinned copy made once by `make e2e` spares each run that download.
@@ -281,3 +282,40 @@ def test_agentcfg_run_pauses_opencode_at_a_usage_limit_then_completes(tmp_path: 
     assert resumed["session"] == ending["session"]
     assert "paused at a usage limit" in proc.stderr
     assert host_processes(root) == []
+
+
+class Slow(Script):
+    """The agent runs a long shell command instead of closing its step."""
+
+    def reply(self, body: dict[str, Any]) -> tuple[str, str]:
+        kind, value = super().reply(body)
+        return (kind, LONG_COMMAND) if "roadmap done" in value else (kind, value)
+
+
+def test_ctrl_c_at_agentcfg_run_leaves_no_opencode_process(tmp_path: Path) -> None:
+    root, env = workspace(tmp_path, "opencode", steps=2)
+    model = serve(Slow("e2e", AGENTCFG))
+    try:
+        env = configure(root, env, f"http://127.0.0.1:{model.server_address[1]}")
+        env["PATH"] = f"{Path(host_binary('opencode')).parent}:{env['PATH']}"
+        driver = subprocess.Popen(
+            [AGENTCFG, "run", "e2e", "--host", "opencode", "--json"],
+            cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + TIMEOUT
+        while not any("time.sleep(300)" in p for p in host_processes(root)):
+            assert driver.poll() is None and time.monotonic() < deadline, driver.communicate()
+            time.sleep(0.2)
+        assert any(" serve " in p for p in host_processes(root))  # the run's server, and
+        assert any(" run --attach " in p for p in host_processes(root))  # its attached start
+        driver.send_signal(signal.SIGINT)  # the driver only, as a supervisor would
+        stdout, stderr = driver.communicate(timeout=60)
+    finally:
+        model.shutdown()
+    assert driver.returncode == 130, stderr
+    assert host_processes(root) == []
+    assert json.loads(stdout)["ending"] == "interrupted"
+    last = ledger(root)[-1]
+    assert (last["event"], last["by"]) == ("interrupted", "terminal")
+    assert ticked(root) == 0
