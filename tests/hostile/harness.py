@@ -39,6 +39,15 @@ def tree(folder: Path, skip: str = "state") -> dict[str, str]:
     return found
 
 
+def stamp(path: Path) -> tuple[int, ...] | None:
+    """What tells a file from any write to it: its inode, size, and change and modify times."""
+    try:
+        found = os.lstat(path)
+    except OSError:
+        return None
+    return (found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
+
+
 def valid_json(path: Path) -> bool:
     try:
         return (
@@ -83,7 +92,7 @@ def fire_hostile(
     outside = tree(root.parent, skip=root.name)
     inside = tree(root)
     kept = claim_file(root).read_bytes() if claim_file(root).is_file() else None
-    valid_before = [p for p in (root / "state").rglob("*.json") if valid_json(p)]
+    valid_before = {p: stamp(p) for p in (root / "state").rglob("*.json") if valid_json(p)}
     started = time.monotonic()
     if process or preexec is not None:
         proc = subprocess.run(
@@ -114,7 +123,9 @@ def fire_hostile(
     assert tree(root) == inside, "wrote outside state/"
     if kept is not None and not adopts:
         assert claim_file(root).read_bytes() == kept, "the claim was changed"
-    for path in valid_before:  # no state lost: what was valid stays valid (a finished run may go)
+    for path, was in valid_before.items():  # no state lost: what was valid stays valid (a
+        if stamp(path) == was:  # finished run may go); a file nothing wrote to is as it was
+            continue
         assert valid_json(path) or (not path.exists() and path.parent.name in GOES), path
     return proc
 
