@@ -86,14 +86,12 @@ def question(message: str) -> str | None:
     person; deference (asking leave to go on) is none."""
     sentences = [s for s in _closing_paragraph(message) if not _is_deference(s)]
     for index, sentence in enumerate(sentences):
-        if re.search(_DECISION, sentence):
+        if _found(_DECISION, sentence):
             return sentence
         if not sentence.endswith("?"):
             continue
         answered = index < len(sentences) - 1  # statements follow in the same paragraph
-        if not (
-            answered and re.search(_RHETORICAL, sentence) and not re.search(_TO_PERSON, sentence)
-        ):
+        if not (answered and _found(_RHETORICAL, sentence) and not _found(_TO_PERSON, sentence)):
             return sentence
     return None
 
@@ -115,7 +113,7 @@ def _closing_paragraph(message: str) -> list[str]:
 
 
 def _is_deference(sentence: str) -> bool:
-    return any(re.search(pattern, sentence) for pattern in _DEFERENCE)
+    return any(_found(pattern, sentence) for pattern in _DEFERENCE)
 
 
 def promise(message: str) -> str | None:
@@ -123,18 +121,18 @@ def promise(message: str) -> str | None:
     if not sentences:
         return None
     last = sentences[-1]
-    if last.endswith("?") or re.search(_NOT_A_PROMISE, last):
+    if last.endswith("?") or _found(_NOT_A_PROMISE, last):
         return None
-    if re.search(_PROMISE, last) or (last.endswith(":") and re.search(_PROMISE, last.rstrip(":"))):
+    if _found(_PROMISE, last) or (last.endswith(":") and _found(_PROMISE, last.rstrip(":"))):
         return last
     return None
 
 
 def completion(message: str) -> str | None:
     for sentence in reversed(closing_sentences(message)):
-        if re.search(_NEGATION, sentence):
+        if _found(_NEGATION, sentence):
             continue
-        if any(re.search(pattern, sentence) for pattern in _COMPLETION):
+        if any(_found(pattern, sentence) for pattern in _COMPLETION):
             return sentence
     return None
 
@@ -165,14 +163,64 @@ _RESUME = [
 ]
 PROMPT_REGION = 2000
 
+# For each pattern, words (lowercase) one of which any text it matches holds: a text with
+# none of them is not searched, so the pattern is not even compiled. Only ASCII texts are
+# screened so: beyond ASCII, re's case folding matches more than lower() shows.
+_NEEDS: dict[str, tuple[str, ...]] = {
+    _NEGATION: ("no", "never", "n't"),  # "not" and "cannot" hold "no"
+    _DEFERENCE[0]: ("me to",),
+    _DEFERENCE[1]: ("shall i ", "should i "),
+    _DEFERENCE[2]: ("me to",),
+    _DEFERENCE[3]: ("me to",),
+    _DEFERENCE[4]: ("proceed?", "continue?"),
+    _DEFERENCE[5]: ("proceed?", "continue?"),
+    _DECISION: ("let me know", "please", "you", "i need"),  # "your" holds "you"
+    _RHETORICAL: ("wh", "how"),
+    _TO_PERSON: ("you", "we", "us", "our", "should", "shall", "prefer", "rather", "ok"),
+    _PROMISE: ("i'll", "i will", "i am going to", "i'm going to", "let me", "let's", "i need to"),
+    _NOT_A_PROMISE: ("stop", "wait", "pause", "leave ", "hand "),
+    _COMPLETION[0]: ("test",),
+    _COMPLETION[1]: ("complete", "done", "finished", "fixed", "implemented", "working"),
+    _COMPLETION[2]: ("i've", "i have"),
+    _COMPLETION[3]: ("green",),
+    _COMPLETION[4]: ("done",),
+    _PAUSE[0]: ("stop", "pause", "halt", "hold o", "hang on", "wait", "freeze", "enough"),
+    _PAUSE[1]: ("don't", "do not", "dont"),
+    _PAUSE[2]: ("pause", "stop", "halt"),
+    _PAUSE[3]: ("stop working",),
+    _NOT_PAUSE: ("stop", "pause", "halt", "wait"),
+    _RESUME[0]: (
+        "go on",
+        "continue",
+        "carry on",
+        "resume",
+        "proceed",
+        "keep going",
+        "go ahead",
+        "unpause",
+        "start again",
+    ),
+    _RESUME[1]: ("resume", "continue", "unpause", "restart"),
+}
+
+
+def _found(pattern: str, text: str) -> bool:
+    """`re.search(pattern, text)` found something; screened first by the pattern's words."""
+    words = _NEEDS.get(pattern)
+    if words is not None and text.isascii():
+        lowered = text.lower()
+        if not any(word in lowered for word in words):
+            return False
+    return re.search(pattern, text) is not None
+
 
 def intent(prompt: str | None) -> str | None:
     """What the person's prompt asks of the run: "pause", "resume", or None for neither."""
     text = (prompt or "")[:PROMPT_REGION].strip()
     if not text:
         return None
-    if not re.search(_NOT_PAUSE, text) and any(re.search(p, text) for p in _PAUSE):
+    if not _found(_NOT_PAUSE, text) and any(_found(p, text) for p in _PAUSE):
         return "pause"
-    if any(re.search(p, text) for p in _RESUME):
+    if any(_found(p, text) for p in _RESUME):
         return "resume"
     return None

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from agentcfg.core import phrases
 
@@ -187,3 +191,65 @@ def test_the_table_is_large_enough_both_ways() -> None:
 )
 def test_what_the_persons_prompt_asks_of_the_run(prompt: str | None, wants: str | None) -> None:
     assert phrases.intent(prompt) == wants
+
+
+# what each pattern matches and nearly matches, in several cases, with prose around it
+FRAGMENTS = [
+    "would you like me to continue", "Do you want me to start", "shall I proceed",
+    "Should I go ahead", "let me know if you'd like me to continue", "ready for me to tackle",
+    "want me to do the next", "ok to proceed?", "Good for me to continue?", "proceed?",
+    "Continue?", "let me know which", "please confirm", "your call", "up to you",
+    "which one would you prefer", "I need your decision", "waiting on your approval", "why",
+    "What", "so, how", "Where", "you", "we", "our", "ok", "I'll", "I will", "I am going to",
+    "I'm going to", "let me", "Let's", "I need to", "stop", "wait", "leave it", "hand it back",
+    "all tests pass", "10 tests passed", "tests are green", "it is done", "they are complete",
+    "it's working", "I've fixed", "I have implemented", "CI is green", "the build is now green",
+    "done", "All done!", "not", "no", "never", "cannot", "isn't", "please stop", "hold on",
+    "hold off", "hang on", "freeze", "enough", "halt", "don't continue", "do not carry on",
+    "pause the roadmap", "stop working", "don't stop", "never wait", "go on", "carry on",
+    "resume", "keep going", "unpause", "start again", "restart the run", "okay,", "now",
+    "Working", "reply 3", "STOP", "Go On", "GREEN", "TESTS PASS", "me", "to", "I", "the run",
+    "\u00e9t\u00e9", "\u017ftop", "\u212aeep going", "`code?`", "- item", "**bold**",
+    "it isn't done", "the tests can't pass", "How did it fail? The cache was cold",
+    "Why? A cold cache", "I won't stop", "Should I continue", "Let me know your preference",
+]  # fmt: skip
+SEPARATORS = [" ", ", ", ". ", "? ", "! ", ": ", "\n", "\n\n", ""]
+TEXTS = st.lists(
+    st.tuples(st.sampled_from(FRAGMENTS), st.sampled_from(SEPARATORS)), max_size=12
+).map(lambda parts: "".join(fragment + separator for fragment, separator in parts))
+
+
+@settings(max_examples=400, deadline=None)
+@given(TEXTS)
+@example("hold off, please")
+@example("How did it fail? The cache was cold.")
+@example("It isn't done.")
+def test_screening_by_words_changes_no_reading(text: str) -> None:
+    """A pattern is skipped for a text without any of its words (`_NEEDS`): every reading
+    comes out as the patterns alone give it."""
+    readings = (phrases.deference, phrases.question, phrases.promise, phrases.completion)
+    screened = [read(text) for read in readings] + [phrases.intent(text)]
+    saved = dict(phrases._NEEDS)
+    phrases._NEEDS.clear()
+    try:
+        assert [read(text) for read in readings] + [phrases.intent(text)] == screened
+    finally:
+        phrases._NEEDS.update(saved)
+
+
+def test_a_message_with_none_of_the_words_searches_no_pattern_of_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Nor compiles it: `re` compiles a pattern given as text when it is first searched."""
+    asked: list[str] = []
+    real = re.search
+
+    def search(pattern: str, text: str) -> re.Match[str] | None:
+        asked.append(pattern)
+        return real(pattern, text)
+
+    monkeypatch.setattr(re, "search", search)
+    for read in (phrases.deference, phrases.question, phrases.promise, phrases.completion):
+        assert read("Reading the logs.") is None
+    assert phrases.intent("Fix the parser.") is None
+    assert asked == []
