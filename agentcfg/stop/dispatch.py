@@ -8,8 +8,10 @@ become (an advisory concern leaves no trace of a refusal that never happens).
 
 from __future__ import annotations
 
+# `_signal`, the interpreter's own module: `signal` wraps it in enums, whose building costs a
+# fire more than everything the alarm below does
+import _signal  # type: ignore[import-not-found, unused-ignore]
 import contextlib
-import signal
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
@@ -128,13 +130,13 @@ def time_limit(seconds: float) -> Iterator[None]:
         raise ConcernTimeout(f"over {seconds:g}s")
 
     try:
-        previous = signal.signal(signal.SIGALRM, expire)
+        previous = _signal.signal(_signal.SIGALRM, expire)
     except ValueError:  # not the main thread: no alarm available, run unbounded
         yield
         return
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    _signal.setitimer(_signal.ITIMER_REAL, seconds)
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
+        _signal.signal(_signal.SIGALRM, previous)
