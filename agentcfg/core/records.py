@@ -2,10 +2,13 @@
 
 A record is declared as a `typing.NamedTuple` is (fields as annotations, trailing
 defaults, then methods and properties), and that is what a type checker sees. At run time
-the same class statement builds a `collections.namedtuple`: neither `typing` nor
-`dataclasses` (which loads `inspect` and compiles several methods for each class) is
-imported, which matters to a process that lives for one stop fire
-(docs/architecture.md, section 4).
+the same class statement builds a tuple class with what `collections.namedtuple` gives one
+(fields by name, defaults, `_fields`, `_field_defaults`, `_make`, `_replace`, `_asdict`, its
+repr, pickling), without loading `typing` or `dataclasses` (which loads `inspect` and
+compiles several methods for each class), and without compiling a constructor for each
+class as `namedtuple` does: the constructor's code is compiled once for each number of
+fields and given each class's field names. That matters to a process that lives for one
+stop fire (docs/architecture.md, section 4).
 """
 
 from __future__ import annotations
@@ -16,9 +19,51 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import NamedTuple as Record
 else:
-    from collections import namedtuple
+    import sys
+    from _collections import _tuplegetter
+    from types import FunctionType
 
     _OWN = frozenset(("__module__", "__qualname__", "__annotations__"))
+    _CONSTRUCTORS = {}  # number of fields: the constructor's code, its arguments unnamed
+    _GLOBALS = {"_tuple_new": tuple.__new__, "__builtins__": {}}
+
+    def _constructor(name, fields, defaults):
+        """`__new__` taking the fields by position or name, as namedtuple's does."""
+        code = _CONSTRUCTORS.get(len(fields))
+        if code is None:
+            names = ", ".join(f"_{n}" for n in range(len(fields)))
+            built = f"({names},)" if len(fields) == 1 else f"({names})"
+            code = eval(f"lambda _cls, {names}: _tuple_new(_cls, {built})", _GLOBALS).__code__
+            _CONSTRUCTORS[len(fields)] = code
+        code = code.replace(co_varnames=("_cls", *fields), co_name="__new__")
+        if sys.version_info >= (3, 11):
+            code = code.replace(co_qualname=f"{name}.__new__")
+        return FunctionType(code, _GLOBALS, "__new__", tuple(defaults) or None)
+
+    @classmethod
+    def _make(cls, iterable):
+        made = tuple.__new__(cls, iterable)
+        if len(made) != len(cls._fields):
+            raise TypeError(f"Expected {len(cls._fields)} arguments, got {len(made)}")
+        return made
+
+    def _replace(self, /, **changes):
+        made = self._make(map(changes.pop, self._fields, self))
+        if changes:
+            raise ValueError(f"Got unexpected field names: {list(changes)!r}")
+        return made
+
+    def _asdict(self):
+        return dict(zip(self._fields, self, strict=True))
+
+    def __repr__(self):
+        shown = ", ".join(
+            f"{field}={value!r}" for field, value in zip(self._fields, self, strict=True)
+        )
+        return f"{type(self).__name__}({shown})"
+
+    def __getnewargs__(self):
+        return tuple(self)
 
     class _RecordType(type):
         def __new__(mcs, name, bases, namespace):
@@ -26,22 +71,33 @@ else:
                 return super().__new__(mcs, name, bases, namespace)
             if "__classcell__" in namespace:
                 raise TypeError(f"{name}: a record's methods cannot use super() or __class__")
-            fields = tuple(namespace.get("__annotations__", ()))
+            fields = tuple(map(sys.intern, namespace.get("__annotations__", ())))
             defaulted = [field in namespace for field in fields]
             if defaulted != sorted(defaulted):
                 raise TypeError(f"{name}: a field without a default follows one with a default")
-            made = namedtuple(
-                name,
-                fields,
-                defaults=[namespace[field] for field in fields if field in namespace],
-                module=namespace["__module__"],
-            )
-            made.__qualname__ = namespace["__qualname__"]
-            made.__annotations__ = namespace.get("__annotations__", {})
+            defaults = {field: namespace[field] for field in fields if field in namespace}
+            own = {
+                "__doc__": f"{name}({', '.join(fields)})",
+                "__slots__": (),
+                "_fields": fields,
+                "_field_defaults": defaults,
+                "__match_args__": fields,
+                "__new__": _constructor(name, fields, defaults.values()),
+                "_make": _make,
+                "_replace": _replace,
+                "_asdict": _asdict,
+                "__repr__": __repr__,
+                "__getnewargs__": __getnewargs__,
+                "__module__": namespace["__module__"],
+                "__qualname__": namespace["__qualname__"],
+                "__annotations__": namespace.get("__annotations__", {}),
+            }
+            for index, field in enumerate(fields):
+                own[field] = _tuplegetter(index, f"Alias for field number {index}")
             for key, value in namespace.items():
                 if key not in _OWN and key not in fields:
-                    setattr(made, key, value)
-            return made
+                    own[key] = value
+            return type(name, (tuple,), own)
 
     class Record(metaclass=_RecordType):
-        """The base a record names; the class it makes is a `collections.namedtuple`."""
+        """The base a record names; the class it makes is a tuple class of its own."""

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
 import subprocess
 import sys
+from collections import namedtuple
 
 import pytest
 
@@ -38,6 +41,47 @@ def test_fields_defaults_and_methods() -> None:
     assert point.moved(9).far and not point.far
     assert point._replace(y=2) == Point(x=3, y=2)
     assert point._asdict() == {"x": 3, "y": 0, "tags": ()}
+
+
+class Pair(Record):
+    left: int
+    right: str = "r"
+
+
+PAIR = namedtuple("Pair", ("left", "right"), defaults=("r",))  # what a record stands for
+
+
+def test_a_record_is_built_and_read_as_its_namedtuple() -> None:
+    for made, twin in (
+        (Pair(1), PAIR(1)),
+        (Pair(1, "x"), PAIR(1, "x")),
+        (Pair(right="y", left=2), PAIR(right="y", left=2)),
+        (Pair._make([3, "z"]), PAIR._make([3, "z"])),
+        (Pair(4)._replace(right="w"), PAIR(4)._replace(right="w")),
+    ):
+        assert tuple(made) == tuple(twin) and repr(made) == repr(twin)
+        assert made._asdict() == twin._asdict()
+        assert pickle.loads(pickle.dumps(made)) == made
+        assert copy.deepcopy(made) == made and type(copy.copy(made)) is Pair
+    assert Pair.__match_args__ == PAIR.__match_args__ == ("left", "right")
+    assert Pair._field_defaults == PAIR._field_defaults
+    assert isinstance(Pair(1), tuple) and Pair(1) == (1, "r")
+
+
+def test_a_record_refuses_what_its_namedtuple_refuses() -> None:
+    for call in (
+        lambda kind: kind(),
+        lambda kind: kind(1, "x", 2),
+        lambda kind: kind(1, other=2),
+        lambda kind: kind(1, left=2),
+        lambda kind: kind._make([1]),
+    ):
+        for kind in (Pair, PAIR):
+            with pytest.raises(TypeError):
+                call(kind)
+    for kind in (Pair, PAIR):
+        with pytest.raises(ValueError, match="unexpected field names"):
+            kind(1)._replace(middle=2)
 
 
 def test_a_record_is_frozen_and_compared_by_value() -> None:
