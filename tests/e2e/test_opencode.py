@@ -319,3 +319,20 @@ def test_ctrl_c_at_agentcfg_run_leaves_no_opencode_process(tmp_path: Path) -> No
     last = ledger(root)[-1]
     assert (last["event"], last["by"]) == ("interrupted", "terminal")
     assert ticked(root) == 0
+
+
+def test_fresh_per_step_gives_each_step_an_opencode_session_of_its_own(tmp_path: Path) -> None:
+    """Once step 1.1 is closed and the plugin engages the session on 1.2, the driver aborts
+    that session's work on the server and makes a new session for the rest, seeded with the
+    relay note."""
+    root, proc = drive(tmp_path, 2, "--fresh-per-step")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    ending = json.loads(proc.stdout)
+    assert (ending["ending"], ending["steps_closed"], ending["starts"]) == ("complete", 2, 2)
+    starts = [e for e in ledger(root) if e["event"] in ("run-start", "run-resume")]
+    assert [e["reason"] for e in starts] == ["start", "next-step"], events(root)
+    first, second = (e["session"] for e in starts)
+    assert first != second == ending["session"] and second.startswith("ses_")
+    proofs = [(e["step"], e["run"]) for e in ledger(root) if e["event"] == "verified"]
+    assert proofs == [("1.1", session_key(first)), ("1.2", session_key(second))]
+    assert host_processes(root) == []
