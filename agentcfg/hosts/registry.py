@@ -6,8 +6,6 @@ hook asks it which host sent a payload before it knows it has work to do.
 
 from __future__ import annotations
 
-import importlib
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -34,8 +32,8 @@ def adapter(name: str) -> Host:
     """The module of a host; KeyError for a name that is not one."""
     if name not in HOSTS:
         raise KeyError(name)
-    package = importlib.import_module("agentcfg.hosts")
-    importlib.import_module(f"agentcfg.hosts.{name}")
+    # the import statement's own function: importlib (and the warnings it loads) stays unloaded
+    package = __import__(f"agentcfg.hosts.{name}").hosts
     module: Host = getattr(package, name)  # importing a submodule binds it on its package
     return module
 
