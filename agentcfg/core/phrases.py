@@ -101,8 +101,10 @@ def _closing_paragraph(message: str) -> list[str]:
 
     Code is left out: a `?` inside it asks nobody anything.
     """
-    text = re.sub(_CODE, " ", message[-CLOSING_REGION:])
-    paragraphs = [p.strip() for p in re.split(_PARAGRAPH_END, text) if p.strip()]
+    text = message[-CLOSING_REGION:]
+    text = re.sub(_CODE, " ", text) if "`" in text else text  # no backtick, no code
+    blocks = re.split(_PARAGRAPH_END, text) if "\n" in text else [text]
+    paragraphs = [p.strip() for p in blocks if p.strip()]
     closing: list[str] = []
     for paragraph in reversed(paragraphs):
         closing.insert(0, paragraph)
