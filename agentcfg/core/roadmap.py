@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from agentcfg.core.records import Record
 
@@ -147,22 +147,33 @@ class Scan(Record):
     phases: tuple[tuple[Phase, Counts], ...]
 
 
-def count(steps: Iterable[Step]) -> Counts:
-    tally = Counter(
-        step.mark if step.mark != "open" or step.blocked_by is None else "blocked" for step in steps
-    )
-    return Counts(*(tally[field] for field in Counts._fields))
-
-
 def scan(roadmap: Roadmap) -> Scan:
     """Counts, the next step (a started one first, else the first open), per-phase counts."""
-    open_steps = [s for s in roadmap.steps if s.is_open]
-    next_step = next((s for s in open_steps if s.started), open_steps[0] if open_steps else None)
-    by_phase: dict[str, list[Step]] = {phase.id: [] for phase in roadmap.phases}
-    for step in roadmap.steps:
-        by_phase.setdefault(step.phase, []).append(step)
-    per_phase = tuple((phase, count(by_phase[phase.id])) for phase in roadmap.phases)
-    return Scan(count(roadmap.steps), next_step, per_phase)
+    tallies: dict[str, Counter[str]] = {phase.id: Counter() for phase in roadmap.phases}
+    first_open = started = None
+    for step in roadmap.steps:  # one pass: a roadmap may hold a great many steps
+        kind = step.mark
+        if kind == "open":
+            if step.blocked_by is not None:
+                kind = "blocked"
+            elif started is None:
+                if first_open is None:
+                    first_open = step
+                if step.started:
+                    started = step
+        tally = tallies.get(step.phase)
+        if tally is None:
+            tally = tallies[step.phase] = Counter()
+        tally[kind] += 1
+    total: Counter[str] = Counter()
+    for tally in tallies.values():
+        total.update(tally)
+    per_phase = tuple((phase, _counts(tallies[phase.id])) for phase in roadmap.phases)
+    return Scan(_counts(total), started or first_open, per_phase)
+
+
+def _counts(tally: Counter[str]) -> Counts:
+    return Counts(*(tally[field] for field in Counts._fields))
 
 
 def clip(text: str, limit: int = TEXT_LIMIT) -> str:
@@ -709,6 +720,13 @@ def _segments(text: str) -> list[tuple[str, int, int]]:
     return out
 
 
+def _may_hold_keyword(text: str) -> bool:
+    """False when `_KEYWORD` cannot match: its match holds `ver` or `bloc` in any case, and of
+    the letters that match others in any case (`ı` `İ` `ſ` `K`: i, i, s, k) none is in those."""
+    low = text.lower()
+    return "ver" in low or "bloc" in low
+
+
 def _read(text: str, markers: _Markers) -> str:
     """The text with comments and markers taken out; the markers go into `markers`.
 
@@ -719,7 +737,7 @@ def _read(text: str, markers: _Markers) -> str:
     if "`" not in text:  # as in most step texts: at most comments to take out
         comments: list[str] = []
         plain = _drop_comments(text, comments)
-        if _rx(_KEYWORD).search(plain) is None:  # nor a keyword between them
+        if not _may_hold_keyword(plain) or _rx(_KEYWORD).search(plain) is None:  # nor a keyword
             for inner in comments:
                 if lead := _rx(_KEYWORD_LEAD).match(inner):
                     markers.note(lead.group(1), inner[lead.end() :].strip(), comment=True)

@@ -3,12 +3,13 @@ it fast reads every roadmap exactly as markdown-it alone does."""
 
 from __future__ import annotations
 
+import re
 import time
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentcfg.core.roadmap import parse_roadmap, scan
+from agentcfg.core.roadmap import _KEYWORD, _may_hold_keyword, parse_roadmap, scan
 
 LINES = [
     "- [ ] a", "- [x] b", "- [/] c <!-- verify: make test -->", "- [ ]", "- [ ]\tt", "- [ ] x  ",
@@ -63,3 +64,12 @@ def test_a_50k_step_roadmap_parses_four_times_faster_than_through_markdown_it_al
     slow, fast = cpu(False), cpu(True)
     # against the parse before the shortcut it is more than 6x; markdown-it itself got faster
     assert fast * 4 <= slow, f"{slow:.2f}s through markdown-it, {fast:.2f}s with the shortcut"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="verifyblockdVERIFYBLOCKD\u0131\u0130\u017f\u212a -:#\tx", max_size=30))
+def test_the_keyword_gate_lets_every_keyword_through(text: str) -> None:
+    assert _may_hold_keyword(text) or re.search(_KEYWORD, text) is None
+    # each a keyword to the pattern: `ı` and `İ` match i in any case, the Kelvin sign k
+    for keyword in ("VERIFY:", "ver\u0131fy:", "VER\u0130FY:", "bloc\u212aed by:", "verify #"):
+        assert re.search(_KEYWORD, f"{text} {keyword}") and _may_hold_keyword(f"{text} {keyword}")
