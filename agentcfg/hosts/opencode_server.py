@@ -30,7 +30,8 @@ from agentcfg.errors import AgentcfgError
 from agentcfg.runners import end_group
 
 START_TIMEOUT = 120.0  # seconds the server has to answer after it is started
-QUIET = 5.0  # seconds of idle in a row that end a start: the plugin's hook answers within them
+QUIET = 10.0  # seconds of idle in a row that end a start: the plugin's hook answers within them,
+# the stop chain giving up after 3 s and a loaded machine slow to start the hook included
 REQUEST_TIMEOUT = 10.0
 ABORT_WAIT = 5.0  # seconds the server has to end its sessions' work when the run ends
 POLL = 0.25

@@ -321,11 +321,22 @@ def test_ctrl_c_at_agentcfg_run_leaves_no_opencode_process(tmp_path: Path) -> No
     assert ticked(root) == 0
 
 
+class Deliberate(Script):
+    """The agent takes a few seconds over closing step 1.2, as a real model would: the scripted
+    one answers at once, before the driver has seen the session move on to that step."""
+
+    def reply(self, body: dict[str, Any]) -> tuple[str, str]:
+        kind, value = super().reply(body)
+        if value.endswith(" roadmap done e2e 1.2"):
+            time.sleep(3)
+        return kind, value
+
+
 def test_fresh_per_step_gives_each_step_an_opencode_session_of_its_own(tmp_path: Path) -> None:
     """Once step 1.1 is closed and the plugin engages the session on 1.2, the driver aborts
     that session's work on the server and makes a new session for the rest, seeded with the
     relay note."""
-    root, proc = drive(tmp_path, 2, "--fresh-per-step")
+    root, proc = drive(tmp_path, 2, "--fresh-per-step", script=Deliberate("e2e", AGENTCFG))
     assert proc.returncode == 0, proc.stderr[-4000:]
     ending = json.loads(proc.stdout)
     assert (ending["ending"], ending["steps_closed"], ending["starts"]) == ("complete", 2, 2)
