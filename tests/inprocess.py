@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import io
-import multiprocessing
 import os
 import subprocess
 import sys
@@ -124,19 +123,3 @@ def run(
     return subprocess.CompletedProcess(
         proc.args, proc.returncode, proc.stdout.decode(), proc.stderr.decode()
     )
-
-
-def _job(cwd: Path, env: dict[str, str], commands: list[list[str]]) -> int:
-    code = 0
-    for args in commands:
-        code |= cli(args, env, cwd).returncode
-    return code
-
-
-def concurrently(cwd: Path, env: Mapping[str, str], jobs: list[list[list[str]]]) -> list[int]:
-    """Each job, its `agentcfg` commands one after another, in a process of its own, all at
-    once; each job's exit codes or-ed. The processes are forked from this one, their modules
-    loaded already: only the interpreter's start is saved."""
-    context = multiprocessing.get_context("fork")
-    with context.Pool(len(jobs)) as pool:
-        return pool.starmap(_job, [(cwd, dict(env), job) for job in jobs], chunksize=1)

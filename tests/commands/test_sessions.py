@@ -8,6 +8,7 @@ import re
 import stat
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,6 @@ from syrupy.assertion import SnapshotAssertion
 
 from agentcfg import claims
 from agentcfg.workspace import Workspace
-from tests import inprocess
 from tests.conftest import hook_env, run_cli, write_roadmap
 
 T0 = 1_790_000_000.0  # a fixed "now" for texts that show ages
@@ -252,12 +252,15 @@ def test_sixteen_processes_claiming_and_releasing(ws: Path) -> None:
     for n in range(16):
         write_roadmap(ws, f"r{n}", "## Phase 1\n- [ ] a\n")
 
-    def work(n: int) -> list[list[str]]:
-        claim = ["sessions", "claim", f"r{n}", "--session", f"s{n}"]
-        return [claim, ["sessions", "release", "--session", f"s{n}"]] if n % 2 else [claim]
+    def work(n: int) -> int:
+        session = f"s{n}"
+        code = agentcfg(ws, "sessions", "claim", f"r{n}", "--session", session).returncode
+        if n % 2:  # odd sessions release again
+            code |= agentcfg(ws, "sessions", "release", "--session", session).returncode
+        return code
 
-    jobs = [work(n) for n in range(16)]  # odd sessions release again
-    assert inprocess.concurrently(ws, hook_env(ws), jobs) == [0] * 16
+    with ThreadPoolExecutor(16) as pool:
+        assert list(pool.map(work, range(16))) == [0] * 16
     left = sorted(
         json.loads(p.read_text())["session_id"] for p in (ws / "state" / "claims").glob("*.json")
     )

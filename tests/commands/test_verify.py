@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -137,8 +140,14 @@ def test_concurrent_done_on_two_steps_both_land(ws: Path) -> None:
     path = write_roadmap(ws, "c", "## Phase 1\n" + body)
     assert run_cli("roadmap", "trust", "c").exit_code == 0
 
-    jobs = [[["roadmap", "done", "c", f"1.{n}"]] for n in range(1, 9)]
-    assert inprocess.concurrently(ws, hook_env(ws), jobs) == [0] * 8
+    def done(n: int) -> int:
+        return subprocess.run(
+            [sys.executable, "-m", "agentcfg", "roadmap", "done", "c", f"1.{n}"],
+            capture_output=True, env=hook_env(ws), cwd=ws, check=False,
+        ).returncode  # fmt: skip
+
+    with ThreadPoolExecutor(8) as pool:
+        assert list(pool.map(done, range(1, 9))) == [0] * 8
     assert path.read_text().count("- [x]") == 8
 
 
