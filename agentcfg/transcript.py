@@ -8,6 +8,7 @@ file the person's prompts are `UserMessage` items (hook prompts are other items)
 from __future__ import annotations
 
 import bisect
+import contextlib
 import itertools
 import json
 import os
@@ -17,7 +18,7 @@ from agentcfg.core.records import Record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for every import
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from typing import Any
 
 TAIL = 8 * 1024 * 1024
@@ -58,10 +59,34 @@ def read_tail(path: str | None, tail: int = TAIL) -> bytes:
     return read[0] if read is not None else b""
 
 
+# the tails read inside `read_once`, innermost last
+_READ: list[dict[tuple[str, int], tuple[bytes, int, int] | None]] = []
+
+
+@contextlib.contextmanager
+def read_once() -> Iterator[None]:
+    """Within it each transcript's tail is read from disk once: the readers of one stop fire
+    (its turn, the tokens its segment spent) share the same bytes."""
+    _READ.append({})
+    try:
+        yield
+    finally:
+        _READ.pop()
+
+
 def _read_tail(path: str | None, tail: int) -> tuple[bytes, int, int] | None:
     """(the last `tail` bytes, where they start, the file's size); None when unreadable."""
     if not path:
         return None
+    if not _READ:
+        return _read_from_disk(path, tail)
+    read = _READ[-1]
+    if (path, tail) not in read:
+        read[path, tail] = _read_from_disk(path, tail)
+    return read[path, tail]
+
+
+def _read_from_disk(path: str, tail: int) -> tuple[bytes, int, int] | None:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except (OSError, ValueError):

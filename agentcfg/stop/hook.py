@@ -112,14 +112,16 @@ def _decide(
         from agentcfg.stop.concerns import REGISTRY  # noqa: F401  # loaded before the clock
         from agentcfg.stop.context import HookContext
         from agentcfg.stop.dispatch import CHAIN_BUDGET, time_limit
+        from agentcfg.transcript import read_once
         from agentcfg.workspace import Workspace
 
         started = time.monotonic()
         ws = Workspace(Path(root))
-        with time_limit(CHAIN_BUDGET):
-            event, config = host.to_event(payload), load_config(ws, env)
-        ctx = HookContext(event, ws, config, env, time.time())
-        verdict = decide(ctx, CHAIN_BUDGET - (time.monotonic() - started))
+        with read_once():  # the fire's readers of the transcript share one read of its tail
+            with time_limit(CHAIN_BUDGET):
+                event, config = host.to_event(payload), load_config(ws, env)
+            ctx = HookContext(event, ws, config, env, time.time())
+            verdict = decide(ctx, CHAIN_BUDGET - (time.monotonic() - started))
         return host.block(verdict.message) if verdict.blocks else host.allow(verdict.message)
     except BaseException as exc:  # fail open: the host never sees a traceback
         _record_failure(exc, env, host, payload, root)

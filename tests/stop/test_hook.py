@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -51,6 +52,23 @@ def test_captured_payload_engages_with_exit_2_and_text_on_stderr(
     assert result.stderr == snapshot
     assert events(claimed) == ["engage"]
     assert ledger(claimed)[0]["turn"] == "5707e005-e6dc-41c3-bbbe-699f84918742"
+
+
+def test_a_fire_reads_the_transcript_once(claimed: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its turn, its closing words and the tokens its segment spent all come from one read of
+    the transcript's tail."""
+    opened: list[str] = []
+    real = os.open
+
+    def counted(path: str, flags: int, mode: int = 0o777, **kw: int | None) -> int:
+        opened.append(os.fspath(path))
+        return real(path, flags, mode, **kw)
+
+    monkeypatch.setattr(os, "open", counted)
+    payload = fixture_payload(1, claimed)
+    del payload["prompt_id"]  # the turn too is read from the transcript
+    assert fire(claimed, payload).returncode == 2
+    assert opened.count(str(claimed / "transcript.jsonl")) == 1
 
 
 def test_captured_payloads_of_one_turn_then_a_new_turn(claimed: Path) -> None:
