@@ -7,7 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -93,22 +93,35 @@ def fire(
     """Run the stop hook on one payload: through its `main` in this process, or as a real
     subprocess, as a host does, when the test is about the `process` boundary."""
     data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-    if not process:
-        proc = inprocess.hook(list(args), data, env or hook_env(root), root)
-        return subprocess.CompletedProcess(
-            proc.args, proc.returncode, proc.stdout.decode(), proc.stderr.decode()
-        )
-    proc = subprocess.run(
-        [sys.executable, "-m", "agentcfg", "hook", "stop", *args],
-        input=data,
-        capture_output=True,
-        env=env or hook_env(root),
-        cwd=root,
-        timeout=60,
-        check=False,
+    env = env or hook_env(root)
+    proc = (
+        hook_process(root, data, *args, env=env)
+        if process
+        else inprocess.hook(list(args), data, env, root)
     )
     return subprocess.CompletedProcess(
         proc.args, proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+    )
+
+
+def hook_process(
+    root: Path,
+    data: bytes,
+    *args: str,
+    env: dict[str, str],
+    timeout: float = 60,
+    preexec: Callable[[], None] | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """`agentcfg hook stop ARGS` as a process of its own in the workspace, fed `data`."""
+    return subprocess.run(
+        [sys.executable, "-m", "agentcfg", "hook", "stop", *args],
+        input=data,
+        capture_output=True,
+        env=env,
+        cwd=root,
+        timeout=timeout,
+        preexec_fn=preexec,
+        check=False,
     )
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from agentcfg import claims
 from tests import inprocess
-from tests.conftest import hook_env
+from tests.conftest import hook_env, hook_process
 
 SESSION = "hostile-session"
 TIME_LIMIT = 5.0
@@ -94,19 +94,11 @@ def fire_hostile(
     kept = claim_file(root).read_bytes() if claim_file(root).is_file() else None
     valid_before = {p: stamp(p) for p in (root / "state").rglob("*.json") if valid_json(p)}
     started = time.monotonic()
+    env = env or hook_env(root)
     if process or preexec is not None:
-        proc = subprocess.run(
-            [sys.executable, "-m", "agentcfg", "hook", "stop"],
-            input=data,
-            capture_output=True,
-            env=env or hook_env(root),
-            cwd=root,
-            timeout=30,
-            preexec_fn=preexec,
-            check=False,
-        )
+        proc = hook_process(root, data, env=env, timeout=30, preexec=preexec)
     else:
-        proc = inprocess.hook([], data, env or hook_env(root), root)
+        proc = inprocess.hook([], data, env, root)
     elapsed = time.monotonic() - started
     stderr = proc.stderr.decode("utf-8", "replace")
     assert elapsed < limit, f"took {elapsed:.1f}s"
