@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import traceback
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -26,6 +27,8 @@ def as_process(cwd: Path, env: Mapping[str, str]) -> Iterator[None]:
     """`os.environ` exactly `env`, the working folder `cwd`, and no garbage collector callbacks
     (a test library's, left from an earlier test, would swallow the hook's time-limit signal
     if it came while one ran, as it never can in a fresh process); all restored after."""
+    if threading.current_thread() is not threading.main_thread():
+        raise RuntimeError("an in-process run owns the process: run concurrent ones as processes")
     saved_env, saved_cwd, saved_callbacks = dict(os.environ), os.getcwd(), gc.callbacks[:]
     os.environ.clear()
     os.environ.update(env)

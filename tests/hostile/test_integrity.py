@@ -85,9 +85,10 @@ def test_twenty_concurrent_done_through_two_slugs_give_twenty_ticks(ws: Path) ->
     (ws / "roadmaps" / "alias.md").symlink_to("many.md")
     person(ws, "roadmap", "trust", "many")
 
-    def done(n: int) -> int:
+    def done(n: int) -> int:  # each a process of its own, as concurrent commands are
         slug = ("many", "alias", "alias.md", "many.md")[n % 4]
-        return run_hostile(ws, ["roadmap", "done", slug, f"1.{n}"], 0, seconds=30).returncode
+        args = ["roadmap", "done", slug, f"1.{n}"]
+        return run_hostile(ws, args, 0, seconds=30, process=True).returncode
 
     with ThreadPoolExecutor(8) as pool:
         assert list(pool.map(done, range(1, 21))) == [0] * 20
