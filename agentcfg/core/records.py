@@ -26,6 +26,8 @@ else:
     _OWN = frozenset(("__module__", "__qualname__", "__annotations__"))
     _CONSTRUCTORS = {}  # number of fields: the constructor's code, its arguments unnamed
     _GLOBALS = {"_tuple_new": tuple.__new__, "__builtins__": {}}
+    # what namedtuple's `_replace` raises for a name it lacks: TypeError from Python 3.13
+    _REPLACE_ERROR = TypeError if sys.version_info >= (3, 13) else ValueError
 
     def _constructor(name, fields, defaults):
         """`__new__` taking the fields by position or name, as namedtuple's does."""
@@ -50,7 +52,7 @@ else:
     def _replace(self, /, **changes):
         made = self._make(map(changes.pop, self._fields, self))
         if changes:
-            raise ValueError(f"Got unexpected field names: {list(changes)!r}")
+            raise _REPLACE_ERROR(f"Got unexpected field names: {list(changes)!r}")
         return made
 
     def _asdict(self):
