@@ -74,14 +74,17 @@ def read_once() -> Iterator[None]:
         _READ.pop()
 
 
-def _read_tail(path: str | None, tail: int) -> tuple[bytes, int, int] | None:
-    """(the last `tail` bytes, where they start, the file's size); None when unreadable."""
+def _read_tail(path: str | None, tail: int, fresh: bool = False) -> tuple[bytes, int, int] | None:
+    """(the last `tail` bytes, where they start, the file's size); None when unreadable.
+
+    `fresh`: read from disk even inside `read_once`, and share that read from then on.
+    """
     if not path:
         return None
     if not _READ:
         return _read_from_disk(path, tail)
     read = _READ[-1]
-    if (path, tail) not in read:
+    if fresh or (path, tail) not in read:
         read[path, tail] = _read_from_disk(path, tail)
     return read[path, tail]
 
@@ -254,14 +257,19 @@ class Segment(Record):
 
 
 def read_segment(
-    path: str | None, start: int | None, is_turn_start: Callable[[bytes], bool], tail: int = TAIL
+    path: str | None,
+    start: int | None,
+    is_turn_start: Callable[[bytes], bool],
+    tail: int = TAIL,
+    fresh: bool = False,
 ) -> Segment | None:
     """The lines from offset `start` (None: from the last line `is_turn_start` accepts, else the
-    file's first) to the last whole line; None when unreadable.
+    file's first) to the last whole line; None when unreadable. `fresh`: the file has grown
+    since the fire's shared read (see `read_once`), so read it again.
 
     A `start` past the end means the file was replaced: the segment starts as if unmarked.
     """
-    read = _read_tail(path, tail)
+    read = _read_tail(path, tail, fresh)
     if read is None:
         return None
     data, first, _ = read

@@ -165,7 +165,7 @@ def usage_since(path: str, start: int | None, settle: float) -> Spent:
         if size == seen:
             break  # it did not grow in time: what is there is what this fire saw
         seen = size
-        segment = read_segment(path, start, human_line)
+        segment = read_segment(path, start, human_line, fresh=True)
     return spent_per_message(segment, _message_usage)
 
 

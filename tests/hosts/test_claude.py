@@ -4,11 +4,17 @@ the reply it stopped on written late)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
+import time
 from pathlib import Path
+
+import pytest
 
 from agentcfg.hosts import claude
 from agentcfg.hosts.base import Plugin
+from agentcfg.transcript import read_once, read_turn
 from tests.conftest import run_cli
 from tests.hosts.shared import (
     NO_WAIT,
@@ -109,20 +115,22 @@ def test_a_replaced_transcript_is_read_from_its_human_turn(tmp_path: Path) -> No
     assert spent.usage is not None and spent.usage.total == 5
 
 
-def test_claude_waits_a_moment_for_the_reply_it_stopped_on(tmp_path: Path) -> None:
-    import threading
-    import time
-
+@pytest.mark.parametrize("shared", [False, True], ids=["alone", "in-a-fire"])
+def test_claude_waits_a_moment_for_the_reply_it_stopped_on(tmp_path: Path, shared: bool) -> None:
+    """Also inside a fire, whose readers share one read of the tail taken before the wait."""
     path = tmp_path / "t.jsonl"
     call = {**assistant("m1", input_tokens=5), "message": {
         "id": "m1", "stop_reason": "tool_use", "usage": {"input_tokens": 5}}}  # fmt: skip
     result = {"type": "user", "message": {"content": [{"type": "tool_result", "content": "ok"}]}}
     write_lines(path, [{"type": "user", "message": {"content": "go"}}, call, result])
     late = threading.Timer(0.2, lambda: path.open("a").write(json.dumps(assistant("m2", output_tokens=7)) + "\n"))  # fmt: skip
-    late.start()
-    started = time.monotonic()
-    spent = claude.usage_since(str(path), None, settle=1.0)
-    late.join()
+    fire = read_once() if shared else contextlib.nullcontext()
+    with fire:
+        read_turn(str(path))  # the fire's turn is read first
+        late.start()
+        started = time.monotonic()
+        spent = claude.usage_since(str(path), None, settle=1.0)
+        late.join()
     assert spent.usage is not None and spent.usage.total == 12  # the reply written late counts
     assert 0.15 < time.monotonic() - started < 1.0
     started = time.monotonic()
@@ -135,8 +143,6 @@ def test_claude_waits_a_moment_for_the_reply_it_stopped_on(tmp_path: Path) -> No
 def test_claude_waits_no_longer_than_its_settle_for_a_reply_that_never_comes(
     tmp_path: Path,
 ) -> None:
-    import time
-
     path = tmp_path / "t.jsonl"
     call = {"type": "assistant", "message": {
         "id": "m1", "stop_reason": "tool_use", "usage": {"input_tokens": 5}}}  # fmt: skip
