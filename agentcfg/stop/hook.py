@@ -34,13 +34,9 @@ def main(
     argv: list[str], stdin: BinaryIO | None = None, env: Mapping[str, str] | None = None
 ) -> int:
     """Run the stop hook; returns the process exit code after writing the host's answer."""
-    if argv and argv[0] in ("-h", "--help"):
-        _write(1, HELP)
-        return 0
-    name = _host_option(argv)
-    if name is None:
-        _write(2, "agentcfg: error: " + USAGE)
-        return 2
+    name = command_line(argv, HELP, USAGE)
+    if isinstance(name, int):
+        return name
     environ = os.environ if env is None else env
     try:
         payload = _read_payload(sys.stdin.buffer if stdin is None else stdin)
@@ -61,15 +57,23 @@ def main(
     return _finish(host, None if idle else _decide(host, payload, root, environ))
 
 
-def _host_option(argv: list[str]) -> str | None:
-    """The --host value, "" for "recognise it from the payload", None for a bad command line."""
-    if argv == []:
-        return ""
-    if len(argv) == 2 and argv[0] == "--host" and argv[1] in HOSTS:
-        return argv[1]
-    if len(argv) == 1 and argv[0].startswith("--host=") and argv[0][7:] in HOSTS:
-        return argv[0][7:]
-    return None
+def command_line(argv: list[str], help_text: str, usage: str, required: bool = False) -> str | int:
+    """A hook's --host value ("" when it is left out and not `required`: recognise it from the
+    payload); else the exit code, with help (0) or the usage error (2) written."""
+    if argv and argv[0] in ("-h", "--help"):
+        _write(1, help_text)
+        return 0
+    name = None
+    if argv == [] and not required:
+        name = ""
+    elif len(argv) == 2 and argv[0] == "--host" and argv[1] in HOSTS:
+        name = argv[1]
+    elif len(argv) == 1 and argv[0].startswith("--host=") and argv[0][7:] in HOSTS:
+        name = argv[0][7:]
+    if name is None:
+        _write(2, "agentcfg: error: " + usage)
+        return 2
+    return name
 
 
 def _second_route(host: Host, root: str, env: Mapping[str, str]) -> bool:

@@ -32,15 +32,11 @@ EVENT = "SessionStart"
 def main(
     argv: list[str], stdin: BinaryIO | None = None, env: Mapping[str, str] | None = None
 ) -> int:
-    from agentcfg.stop.hook import _host_option, _read_payload, _write
+    from agentcfg.stop.hook import _read_payload, _write, command_line
 
-    if argv and argv[0] in ("-h", "--help"):
-        _write(1, HELP)
-        return 0
-    name = _host_option(argv)
-    if not name:
-        _write(2, "agentcfg: error: " + USAGE)
-        return 2
+    name = command_line(argv, HELP, USAGE, required=True)
+    if isinstance(name, int):
+        return name
     try:
         payload = _read_payload(sys.stdin.buffer if stdin is None else stdin)
         text = context(name, payload or {}, os.environ if env is None else env)
