@@ -3,20 +3,29 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+import time
 
 _DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)([dhms])")
+_ISO = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{3}))?Z"
+)
 MAX_DURATION = 3650 * 86400.0  # ten years: anything longer is a typo or an attack
 _UNITS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
 
+# `datetime` is loaded only for a time written in another form than ours: the stop hook writes
+# and reads times on every fire, and the module costs it more than all the rest of this one
+
 
 def iso(epoch: float, timespec: str = "seconds") -> str:
-    """ISO-8601 UTC, `2026-11-30T15:45:35Z`; state files keep milliseconds ("milliseconds")."""
-    return (
-        datetime.fromtimestamp(epoch, timezone.utc)
-        .isoformat(timespec=timespec)
-        .replace("+00:00", "Z")
-    )
+    """ISO-8601 UTC, `2026-11-30T15:45:35Z`; state files keep milliseconds ("milliseconds").
+    As `datetime` writes it: the time is rounded to the microsecond, then cut."""
+    whole = int(epoch)
+    micros = round((epoch - whole) * 1_000_000)  # the fraction is exact; halves round to even
+    whole, micros = whole + micros // 1_000_000, micros % 1_000_000
+    text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole))
+    if timespec == "milliseconds":
+        text += f".{micros // 1000:03d}"
+    return text + "Z"
 
 
 def iso_ms(epoch: float) -> str:
@@ -24,8 +33,33 @@ def iso_ms(epoch: float) -> str:
 
 
 def parse_iso(text: object) -> float | None:
+    """Seconds since the epoch of an ISO-8601 time (UTC when it names no offset); None when
+    it is not one."""
     if not isinstance(text, str):
         return None
+    ours = _ISO.fullmatch(text)
+    if ours:
+        fields = tuple(int(part) for part in ours.groups()[:6])
+        year, month, day, hour, minute, second = fields
+        seconds = _days(year, month, day) * 86400 + hour * 3600 + minute * 60 + second
+        if year > 0 and time.gmtime(seconds)[:6] == fields:  # a real date and time of day
+            return (seconds * 1000 + int(ours[7] or 0)) / 1000
+    return _parse_other(text)
+
+
+def _days(year: int, month: int, day: int) -> int:
+    """Days from 1970-01-01 to a date of the proleptic Gregorian calendar, counted in 400-year
+    eras of years that begin in March (so that a leap day ends its year)."""
+    year -= month <= 2
+    era, year_of_era = divmod(year, 400)
+    day_of_year = (153 * (month - 3 if month > 2 else month + 9) + 2) // 5 + day - 1
+    day_of_era = year_of_era * 365 + year_of_era // 4 - year_of_era // 100 + day_of_year
+    return era * 146097 + day_of_era - 719468
+
+
+def _parse_other(text: str) -> float | None:
+    from datetime import datetime, timezone
+
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:

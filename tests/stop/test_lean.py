@@ -1,5 +1,5 @@
 """The stop hook's common path stays lean: no click, ruamel.yaml, markdown-it, typing,
-dataclasses, hashlib, importlib or signal is loaded; a fire with nothing to do loads not
+dataclasses, datetime, hashlib, importlib or signal is loaded; a fire with nothing to do loads not
 even json, re or pathlib (listed in brackets)."""
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ sys.stdin = io.TextIOWrapper(io.BytesIO(sys.argv[1].encode()))
 from agentcfg.entry import main
 code = main(["hook", "stop"])
 heavy = sorted(m for m in ("click", "ruamel", "ruamel.yaml", "markdown_it", "typing", "hashlib",
-                           "subprocess", "dataclasses", "inspect", "importlib", "signal")
+                           "subprocess", "dataclasses", "datetime", "inspect", "importlib",
+                           "signal")
                if m in sys.modules)
 heavy += sorted(f"({m})" for m in ("json", "re", "pathlib") if m in sys.modules)
 import json
