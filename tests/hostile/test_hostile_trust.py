@@ -4,17 +4,17 @@ the commands it shows against characters a terminal would hide."""
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import shutil
-import time
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from agentcfg import verify
 from agentcfg.core.visible import visible
-from agentcfg.workspace import Workspace
+from tests.conftest import hook_env
 from tests.hostile.conftest import env_of
 from tests.hostile.harness import run_hostile
 
@@ -36,19 +36,18 @@ def store(root: Path) -> Path:
     return root.parent / "xdg" / "agentcfg" / "trust.json"
 
 
-def trust_one(root: str, slug: str) -> None:
-    env = {"XDG_STATE_HOME": str(Path(root).parent / "xdg"), "HOME": "/nonexistent"}
-    ws = Workspace(Path(root))
-    verify.trust_roadmap(ws, verify.plan_trust(ws, slug, env, time.time()), env, time.time())
-
-
 def test_twenty_concurrent_trusts_keep_every_entry(ws: Path) -> None:
     slugs = [f"copy{n}" for n in range(20)]
     for slug in slugs:
         shutil.copy(ws / "roadmaps" / "demo.md", ws / "roadmaps" / f"{slug}.md")
-    context = multiprocessing.get_context("fork")
-    with context.Pool(20) as pool:
-        pool.starmap(trust_one, [(str(ws), slug) for slug in slugs])
+    env = {**hook_env(ws), "XDG_STATE_HOME": str(ws.parent / "xdg")}
+
+    def trust(slug: str) -> int:  # each a process of its own, as concurrent commands are
+        command = [sys.executable, "-m", "agentcfg", "roadmap", "trust", slug]
+        return subprocess.run(command, env=env, cwd=ws, capture_output=True, timeout=60).returncode
+
+    with ThreadPoolExecutor(20) as pool:
+        assert list(pool.map(trust, slugs)) == [0] * 20
     kept = json.loads(store(ws).read_text())["roadmaps"]
     assert sorted(Path(k).stem for k in kept) == sorted(slugs)
 
