@@ -23,7 +23,7 @@ lint: install
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/shellcheck plugin/bin/agentcfg
 
-# the unit suite less its long property, stateful and kill tests (`slow`), in file order
+# the unit suite less its long property, stateful, kill and scale tests (`slow`), in file order
 pytest: install
 	$(VENV)/bin/pytest -m 'not slow'
 

@@ -34,6 +34,8 @@ OFF = ("0", "false", "no", "off", "")
 SCOPES = ("claimed", "always")
 SEVERITIES = ("blocking", "advisory")
 QUOTES = ("excerpt", "hash")  # how the ledger keeps a detector's quote
+REPLY_WAIT = 1.0  # seconds a fire waits at most for the host to write the reply it stopped on
+REPLY_WAIT_LIMIT = 10.0
 INT_LIMIT = 10**9
 CONFIG_LIMIT = SOURCE_LIMIT
 PLAIN_ITEMS = 32
@@ -64,6 +66,7 @@ class Config(Record):
     problems: tuple[str, ...] = ()
     notify: tuple[str, ...] = ()  # argv run on each ending, with {event} {slug} {message}
     max_tokens: int | None = None  # no token budget unless one is set
+    reply_wait: float = REPLY_WAIT  # ledger.reply_wait, AGENTCFG_REPLY_WAIT
 
 
 def load_config(ws: Workspace, env: Mapping[str, str]) -> Config:
@@ -179,8 +182,14 @@ def validate(data: Mapping[str, Any], env: Mapping[str, str], problems: list[str
         base.verify_timeout,
     )
     quotes = pick("ledger.quotes", ledger.get("quotes"), _choice(QUOTES), base.ledger_quotes)
+    reply_wait = pick(
+        "ledger.reply_wait",
+        env.get("AGENTCFG_REPLY_WAIT") or ledger.get("reply_wait"),
+        _reply_wait,
+        base.reply_wait,
+    )
     for name in ledger:
-        if name != "quotes":
+        if name not in ("quotes", "reply_wait"):
             problems.append(f"ledger.{name}: unknown setting")
     scope = pick("turn_end_gate.scope", gate.get("scope"), _choice(SCOPES), base.gate_scope)
     detectors = set(DETECTORS)
@@ -214,7 +223,16 @@ def validate(data: Mapping[str, Any], env: Mapping[str, str], problems: list[str
         tuple(problems),
         notify=notify,
         max_tokens=max_tokens,
+        reply_wait=reply_wait,
     )
+
+
+def _reply_wait(value: object) -> float | None:
+    """0 (count what is written) or a duration of at most REPLY_WAIT_LIMIT seconds."""
+    if type(value) is not bool and value in (0, "0", "0s"):
+        return 0.0
+    seconds = parse_duration(value)
+    return seconds if seconds is not None and seconds <= REPLY_WAIT_LIMIT else None
 
 
 def _chain(

@@ -24,6 +24,12 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "claude-code-2.1.197"
 SESSION = "afb489a7-bf1a-4175-8113-5340b825ddd1"
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: two workers a processor. Much of the suite waits on the processes it starts
+    and on clocks it runs out, and a second worker uses a processor while the first waits."""
+    return 2 * len(os.sched_getaffinity(0))
+
+
 @pytest.fixture
 def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A workspace with the demo roadmap, as the cwd, with no session variables set."""
@@ -37,6 +43,7 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         ):
             monkeypatch.delenv(name)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("AGENTCFG_REPLY_WAIT", "0")  # as `hook_env` says
     yield root
 
 
@@ -71,7 +78,10 @@ def hook_env(root: Path, **extra: str) -> dict[str, str]:
     env = {
         k: v for k, v in os.environ.items() if not k.startswith(("AGENTCFG_", "CLAUDE_", "XDG_"))
     }
-    env.update({"AGENTCFG_ROOT": str(root), "HOME": str(root.parent / "home"), **extra})
+    env.update({"AGENTCFG_ROOT": str(root), "HOME": str(root.parent / "home")})
+    # a captured transcript ends where the host ran the hook: it never writes the reply after
+    env["AGENTCFG_REPLY_WAIT"] = "0"
+    env.update(extra)
     return env
 
 

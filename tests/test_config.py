@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from agentcfg.config import ChainEntry, Config, load_config
+from agentcfg.config import ChainEntry, Config, load_config, validate
 from agentcfg.core.times import format_duration, parse_duration
+from agentcfg.hosts.base import StopEvent
+from agentcfg.stop.context import HookContext
 from agentcfg.workspace import Workspace
 
 
@@ -56,6 +58,26 @@ def test_token_budget_from_the_file_or_the_environment(tmp_path: Path) -> None:
         config = load(tmp_path, f"ladder: {{max_tokens: {bad}}}\n", {})
         assert config.max_tokens is None
         assert [p.split(":")[0] for p in config.problems] == ["ladder.max_tokens"]
+
+
+def test_the_wait_for_a_late_reply_from_the_file_or_the_environment(tmp_path: Path) -> None:
+    assert load(tmp_path, "", {}).reply_wait == 1.0
+    assert load(tmp_path, "ledger: {reply_wait: 3s}\n", {}).reply_wait == 3.0
+    assert load(tmp_path, "ledger: {reply_wait: 0}\n", {}).reply_wait == 0.0
+    assert (
+        load(tmp_path, "ledger: {reply_wait: 3s}\n", {"AGENTCFG_REPLY_WAIT": "0"}).reply_wait == 0
+    )
+    for bad in ("11s", "-1", "false", "soon"):
+        config = load(tmp_path, f"ledger: {{reply_wait: {bad}}}\n", {})
+        assert config.reply_wait == 1.0
+        assert [p.split(":")[0] for p in config.problems] == ["ledger.reply_wait"]
+
+
+def test_a_context_waits_as_its_configuration_says() -> None:
+    event = StopEvent("s", "", "/nowhere/t.jsonl", "/nowhere", None, False, False, 0, "claude")
+    config = validate({"ledger": {"reply_wait": "2s"}}, {}, [])
+    assert HookContext(event, Workspace(Path("/nowhere")), config, {}, 0.0).settle == 2.0
+    assert HookContext(event, Workspace(Path("/nowhere")), config, {}, 0.0, settle=0).settle == 0
 
 
 def test_invalid_values_fall_back_to_defaults_and_are_reported(tmp_path: Path) -> None:

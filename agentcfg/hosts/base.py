@@ -94,7 +94,6 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
 
 
 HOOK_TIMEOUT = 30  # seconds a host waits on the hook; the stop chain itself gives up after 3
-SETTLE = 1.0  # seconds a fire waits at most for the host to write the reply it stopped on
 
 
 class StopEvent(Record):

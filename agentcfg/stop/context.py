@@ -19,7 +19,7 @@ from agentcfg.core.digest import sha256_hex
 from agentcfg.core.ladder import Caps
 from agentcfg.core.roadmap import Roadmap, Scan, scan
 from agentcfg.errors import AgentcfgError
-from agentcfg.hosts.base import SETTLE, StopEvent
+from agentcfg.hosts.base import StopEvent
 from agentcfg.paths import REFUSALS, session_key
 from agentcfg.transcript import Spent, TurnInfo, read_tail, read_turn
 from agentcfg.workspace import Workspace
@@ -37,14 +37,15 @@ class HookContext:
         config: Config,
         env: Mapping[str, str],
         now: float,
-        settle: float = SETTLE,
+        settle: float | None = None,
     ) -> None:
         self.event = event
         self.ws = ws
         self.config = config
         self.env = env
         self.now = now
-        self.settle = settle  # seconds to wait at most for a reply the host has yet to write
+        # seconds to wait at most for a reply the host has yet to write
+        self.settle = config.reply_wait if settle is None else settle
         self.key = session_key(event.session_id)
         self.problem: str | None = None  # why a claimed roadmap could not be read
         self.lost: str | None = None  # why a pending claim this session showed did not bind

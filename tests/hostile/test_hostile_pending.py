@@ -14,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.hostile.conftest import PROMPT, REPLY, env_of, say_to
 from tests.hostile.harness import SESSION, fire_hostile, payload, run_hostile
 
@@ -129,6 +131,7 @@ def junk(root: Path, count: int) -> None:
         (folder / f"{token}.json").write_text(json.dumps(record))
 
 
+@pytest.mark.slow
 def test_fifty_thousand_pending_files_keep_every_fire_in_budget(ws: Path) -> None:
     root = started_workspace(ws)
     junk(root, 50_000)
@@ -149,6 +152,7 @@ def gemini_payload(root: Path, transcript: Path) -> dict[str, object]:
     }
 
 
+@pytest.mark.slow
 def test_an_eight_mib_gemini_session_of_tiny_lines_stays_in_budget(ws: Path) -> None:
     root = started_workspace(ws)
     run_hostile(root, ["sessions", "claim", "demo", "--session", SESSION], 0, env=env_of(root))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import time
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -48,6 +49,7 @@ def test_the_shortcuts_read_every_roadmap_as_markdown_it_does(lines: list[str]) 
     assert parse_roadmap(text + "\n") == parse_roadmap(text + "\n", shortcut=False)
 
 
+@pytest.mark.slow
 def test_a_50k_step_roadmap_parses_four_times_faster_than_through_markdown_it_alone() -> None:
     text = "---\nexecution: {mode: autonomous}\n---\n## Phase 1\n" + "- [ ] x\n" * 50_000
 

@@ -197,7 +197,13 @@ ROADMAPS: dict[str, bytes] = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(ROADMAPS))
+AT_SCALE = ("a million nested bullets", "200,000 steps")  # seconds each: `make test-all` has them
+
+
+@pytest.mark.parametrize(
+    "case",
+    [pytest.param(c, marks=pytest.mark.slow) if c in AT_SCALE else c for c in sorted(ROADMAPS)],
+)
 def test_hostile_roadmaps(root: Path, case: str) -> None:
     (root / "roadmaps" / "demo.md").write_bytes(ROADMAPS[case])
     fire_hostile(root, payload(root))
