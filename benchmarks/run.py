@@ -264,7 +264,7 @@ def main() -> int:
         bench = Bench(root)
         small = root / "small.jsonl"
         transcript(small, 64 * 1024)
-        hook = [SCRIPT, "hook", "stop"]
+        hook = [SCRIPT, "hook", "stop", "--host", "claude"]  # the command `hooks install` writes
 
         bench.claim("r200")
         results.update(
@@ -278,6 +278,13 @@ def main() -> int:
                     ),
                     "hook, engage, cache hit": Case(
                         hook,
+                        lambda: bench.payload(small),
+                        setup=lambda: bench.fresh_run("r200"),
+                        expect=2,
+                        env=bench.env,
+                    ),
+                    "hook, engage, cache hit, host recognised": Case(
+                        hook[:-2],  # no --host: every host module is loaded to ask it
                         lambda: bench.payload(small),
                         setup=lambda: bench.fresh_run("r200"),
                         expect=2,
