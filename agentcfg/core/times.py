@@ -13,7 +13,7 @@ MAX_DURATION = 3650 * 86400.0  # ten years: anything longer is a typo or an atta
 _UNITS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
 
 # `datetime` is loaded only for a time written in another form than ours: the stop hook writes
-# and reads times on every fire, and the module costs it more than all the rest of this one
+# and reads times on every fire, and need not pay for loading it
 
 
 def iso(epoch: float, timespec: str = "seconds") -> str:
