@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 
@@ -35,8 +36,11 @@ def iso_ms(epoch: float) -> str:
 def parse_iso(text: object) -> float | None:
     """Seconds since the epoch of an ISO-8601 time (UTC when it names no offset); None when
     it is not one."""
-    if not isinstance(text, str):
-        return None
+    return _parse_iso(text) if isinstance(text, str) else None
+
+
+@functools.lru_cache(maxsize=1024)  # a contract's steps mostly share the time they joined it
+def _parse_iso(text: str) -> float | None:
     ours = _ISO.fullmatch(text)
     if ours:
         fields = tuple(int(part) for part in ours.groups()[:6])
