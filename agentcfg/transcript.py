@@ -126,6 +126,8 @@ def _scan(lines: list[bytes], whole: bool, size: int) -> TurnInfo:
     for index in range(len(lines) - 1, -1, -1):
         line = lines[index]
         if any(marker in line for marker in _ASSISTANT):
+            if final is not None and (saw_tool or b'"tool_use"' not in line):
+                continue  # nothing left to learn from it: a long turn is not parsed line by line
             message = _load(line).get("message")
             for block in _blocks(message):
                 if block.get("type") == "tool_use":

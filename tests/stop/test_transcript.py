@@ -30,6 +30,25 @@ def test_a_turn_with_no_command(tmp_path: Path) -> None:
     assert (info.turn, info.tools_ran, info.final_message) == ("turn-2", False, "All done.")
 
 
+def test_a_long_turn_reads_its_closing_words_and_its_tools(tmp_path: Path) -> None:
+    """The replies after the closing words are found only matter for a tool call in them."""
+    text = {
+        "type": "assistant",
+        "message": {"content": [{"type": "text", "text": 'say "tool_use"'}]},
+    }
+    tool = {"type": "assistant", "message": {"content": [{"type": "tool_use", "name": "Bash"}]}}
+    last = {"type": "assistant", "message": {"content": [{"type": "text", "text": "All done."}]}}
+    human = {"type": "user", "message": {"role": "user", "content": "go"}}
+    for lines, ran in (
+        ([human, tool, *[text] * 50, last], True),
+        ([human, *[text] * 50, last], False),
+    ):
+        path = tmp_path / "t.jsonl"
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        info = read_turn(str(path))
+        assert (info.turn, info.tools_ran, info.final_message) == ("turn-1", ran, "All done.")
+
+
 def test_an_oversize_transcript_never_yields_a_false_ordinal(tmp_path: Path) -> None:
     path = tmp_path / "big.jsonl"
     human = {"type": "user", "promptId": "p-last", "message": {"content": "go"}}
