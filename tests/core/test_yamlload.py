@@ -120,6 +120,7 @@ def documents(draw: st.DrawFn, depth: int = 0) -> list[str]:
     return lines
 
 
+@pytest.mark.slow
 @settings(max_examples=1500, deadline=None)
 @given(
     st.one_of(
