@@ -62,15 +62,18 @@ def run_cli(*args: str, env: dict[str, str] | None = None, at: list[float] | Non
     return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False, obj=clock)
 
 
-def cli_process(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """Run an agentcfg command as a person's shell does, in the workspace."""
+def cli_process(
+    root: Path, *args: str, timeout: float = 120, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """Run an agentcfg command as a person's shell does, in the workspace, with `hook_env`'s
+    environment and `env` besides."""
     return subprocess.run(
         [sys.executable, "-m", "agentcfg", *args],
         capture_output=True,
         text=True,
-        env=hook_env(root),
+        env=hook_env(root, **env),
         cwd=root,
-        timeout=120,
+        timeout=timeout,
         check=False,
     )
 

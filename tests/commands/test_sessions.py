@@ -7,7 +7,6 @@ import os
 import re
 import stat
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from syrupy.assertion import SnapshotAssertion
 
 from agentcfg import claims
 from agentcfg.workspace import Workspace
-from tests.conftest import hook_env, run_cli, write_roadmap
+from tests.conftest import cli_process, run_cli, write_roadmap
 
 T0 = 1_790_000_000.0  # a fixed "now" for texts that show ages
 
@@ -222,15 +221,7 @@ def test_state_modes(ws: Path) -> None:
 
 
 def agentcfg(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "agentcfg", *args],
-        capture_output=True,
-        text=True,
-        cwd=root,
-        env=hook_env(root, **env),
-        timeout=60,
-        check=False,
-    )
+    return cli_process(root, *args, timeout=60, **env)
 
 
 def test_claim_and_release_as_real_processes(ws: Path) -> None:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,7 +17,7 @@ from agentcfg import loading, verify
 from agentcfg.workspace import Workspace
 from testing.simhost import SimulatedHost, mark_done
 from tests import inprocess
-from tests.conftest import hook_env, ledger, run_cli, write_roadmap
+from tests.conftest import cli_process, ledger, run_cli, write_roadmap
 
 STEPS = """## Phase 1
 - [ ] **1.1** Passing step <!-- verify: echo all good -->
@@ -141,10 +139,7 @@ def test_concurrent_done_on_two_steps_both_land(ws: Path) -> None:
     assert run_cli("roadmap", "trust", "c").exit_code == 0
 
     def done(n: int) -> int:
-        return subprocess.run(
-            [sys.executable, "-m", "agentcfg", "roadmap", "done", "c", f"1.{n}"],
-            capture_output=True, env=hook_env(ws), cwd=ws, check=False,
-        ).returncode  # fmt: skip
+        return cli_process(ws, "roadmap", "done", "c", f"1.{n}").returncode
 
     with ThreadPoolExecutor(8) as pool:
         assert list(pool.map(done, range(1, 9))) == [0] * 8

@@ -6,15 +6,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from agentcfg.core.visible import visible
-from tests.conftest import hook_env
+from tests.conftest import cli_process
 from tests.hostile.conftest import env_of
 from tests.hostile.harness import run_hostile
 
@@ -40,11 +38,10 @@ def test_twenty_concurrent_trusts_keep_every_entry(ws: Path) -> None:
     slugs = [f"copy{n}" for n in range(20)]
     for slug in slugs:
         shutil.copy(ws / "roadmaps" / "demo.md", ws / "roadmaps" / f"{slug}.md")
-    env = {**hook_env(ws), "XDG_STATE_HOME": str(ws.parent / "xdg")}
+    xdg = str(ws.parent / "xdg")
 
     def trust(slug: str) -> int:  # each a process of its own, as concurrent commands are
-        command = [sys.executable, "-m", "agentcfg", "roadmap", "trust", slug]
-        return subprocess.run(command, env=env, cwd=ws, capture_output=True, timeout=60).returncode
+        return cli_process(ws, "roadmap", "trust", slug, timeout=60, XDG_STATE_HOME=xdg).returncode
 
     with ThreadPoolExecutor(20) as pool:
         assert list(pool.map(trust, slugs)) == [0] * 20
