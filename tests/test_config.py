@@ -9,6 +9,7 @@ import pytest
 
 from agentcfg.config import ChainEntry, Config, load_config, validate
 from agentcfg.core.times import format_duration, parse_duration
+from agentcfg.hosts import claude
 from agentcfg.hosts.base import StopEvent
 from agentcfg.stop.context import HookContext
 from agentcfg.workspace import Workspace
@@ -73,11 +74,15 @@ def test_the_wait_for_a_late_reply_from_the_file_or_the_environment(tmp_path: Pa
         assert [p.split(":")[0] for p in config.problems] == ["ledger.reply_wait"]
 
 
-def test_a_context_waits_as_its_configuration_says() -> None:
+def test_a_fire_waits_for_a_late_reply_as_its_configuration_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    waits: list[float] = []
+    monkeypatch.setattr(claude, "usage_since", lambda path, start, wait: waits.append(wait))
     event = StopEvent("s", "", "/nowhere/t.jsonl", "/nowhere", None, False, False, 0, "claude")
     config = validate({"ledger": {"reply_wait": "2s"}}, {}, [])
-    assert HookContext(event, Workspace(Path("/nowhere")), config, {}, 0.0).settle == 2.0
-    assert HookContext(event, Workspace(Path("/nowhere")), config, {}, 0.0, settle=0).settle == 0
+    HookContext(event, Workspace(Path("/nowhere")), config, {}, 0.0).spent_since(None)
+    assert waits == [2.0]
 
 
 def test_invalid_values_fall_back_to_defaults_and_are_reported(tmp_path: Path) -> None:

@@ -37,15 +37,12 @@ class HookContext:
         config: Config,
         env: Mapping[str, str],
         now: float,
-        settle: float | None = None,
     ) -> None:
         self.event = event
         self.ws = ws
         self.config = config
         self.env = env
         self.now = now
-        # seconds to wait at most for a reply the host has yet to write
-        self.settle = config.reply_wait if settle is None else settle
         self.key = session_key(event.session_id)
         self.problem: str | None = None  # why a claimed roadmap could not be read
         self.lost: str | None = None  # why a pending claim this session showed did not bind
@@ -202,7 +199,8 @@ class HookContext:
 
         path = self.event.transcript_path
         start = mark[1] if mark is not None and mark[0] == path else None
-        return adapter(self.event.host).usage_since(path, start, self.settle)
+        # waiting at most `ledger.reply_wait` for a reply the host has yet to write
+        return adapter(self.event.host).usage_since(path, start, self.config.reply_wait)
 
     def refusal_path(self) -> Path:
         return self.ws.state / REFUSALS / f"{self.key}.json"

@@ -48,7 +48,7 @@ class Fires(RuleBasedStateMachine):
         self.roadmap.write_text(ROADMAP)
         self.ws = Workspace(self.folder)
         self.config = Config(
-            max_iterations=MAX_ITERATIONS, wall_clock=7200.0, max_tokens=MAX_TOKENS
+            max_iterations=MAX_ITERATIONS, wall_clock=7200.0, max_tokens=MAX_TOKENS, reply_wait=0.0
         )
         self.now = 1_000_000.0
         self.turn = 1
@@ -102,7 +102,7 @@ class Fires(RuleBasedStateMachine):
         counts = scan(parse_roadmap(self.roadmap.read_text())).counts if present else None
         before = len(self.ledger())
         # the machine's transcript never grows while a fire reads it: no fire waits for a reply
-        verdict = decide(HookContext(event, self.ws, self.config, {}, self.now, settle=0.0))
+        verdict = decide(HookContext(event, self.ws, self.config, {}, self.now))
         added = self.ledger()[before:]
         new = [e["event"] for e in added]
         self.recorded += sum(e["tokens"]["total"] for e in added if e.get("tokens"))
