@@ -41,7 +41,8 @@ class FleetScript(RunScript):
         step = value.rsplit(" ", 1)[-1]
         if step == self.stall and not self.stalled.is_set():
             self.stalled.set()
-            return "tool", f"sleep 600 # {SLOW_MARK}"
+            # not a bare `sleep`, which Claude Code refuses to run
+            return "tool", f"python3 -c 'import time; time.sleep(600)' # {SLOW_MARK}"
         return "tool", f"mkdir -p out && echo {step} > out/{step}.txt && {value}"
 
 
@@ -120,6 +121,18 @@ def processes_in(folder: Path) -> list[int]:
     return found
 
 
+def running(folder: Path, mark: str) -> bool:
+    """A process under `folder` runs a command line holding `mark` (waited for)."""
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        for pid in processes_in(folder):
+            with contextlib.suppress(OSError):
+                if mark.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    return True
+        time.sleep(0.1)
+    return False
+
+
 def test_a_member_killed_mid_step_leaves_its_step_to_another(tmp_path: Path) -> None:
     root, env = fleet_project(tmp_path)
     script = FleetScript(stall="1.1")
@@ -131,7 +144,8 @@ def test_a_member_killed_mid_step_leaves_its_step_to_another(tmp_path: Path) -> 
             e for e in ledger(root)
             if e["event"] == "member-started" and e["member"] == victim["member"]
         )  # fmt: skip
-        time.sleep(1)  # the slow command is running under that member's host
+        slow = running(Path(started["worktree"]), SLOW_MARK)
+        assert slow, "the slow command never ran under that member's host"
         os.killpg(started["pid"], signal.SIGKILL)  # the member and its driver
         for pid in processes_in(Path(started["worktree"])):  # and its host, wherever it runs
             with contextlib.suppress(ProcessLookupError):
