@@ -167,7 +167,6 @@ class HostFileError(Exception):
 def settings_hook(host: Host, root: Path, home: Path, env: Mapping[str, str]) -> Path | None:
     """The host config file (project or user scope) whose stop hook of ours runs, if any."""
     import os
-    import shlex
 
     for scope in ("project", "user"):
         path = host.config_path(scope, root, home, env)
@@ -176,6 +175,8 @@ def settings_hook(host: Host, root: Path, home: Path, env: Mapping[str, str]) ->
         except (OSError, HostFileError):
             continue
         for command in host.registered(document):
+            import shlex  # only for a file that has our hook
+
             try:
                 program = shlex.split(command)[0]
             except (ValueError, IndexError):

@@ -1,6 +1,7 @@
 """The stop hook's common path stays lean: no click, ruamel.yaml, markdown-it, typing,
-dataclasses, datetime, hashlib, importlib or signal is loaded; a fire with nothing to do loads not
-even json, re or pathlib (listed in brackets)."""
+dataclasses, datetime, hashlib, importlib, signal, or urllib.parse (which pathlib loads
+up to Python 3.12) is loaded; a fire with nothing to do loads not even json, re or pathlib
+(listed in brackets)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from agentcfg.entry import main
 code = main(["hook", "stop"])
 heavy = sorted(m for m in ("click", "ruamel", "ruamel.yaml", "markdown_it", "typing", "hashlib",
                            "subprocess", "dataclasses", "datetime", "inspect", "importlib",
-                           "signal")
+                           "signal", "urllib.parse", "ipaddress")
                if m in sys.modules)
 heavy += sorted(f"({m})" for m in ("json", "re", "pathlib") if m in sys.modules)
 import json
@@ -87,3 +88,19 @@ def test_a_full_parse_of_one_line_items_under_headings_loads_no_markdown_parser(
         cached.unlink()
     result = probe(ws, fixture_payload(1, ws))
     assert result == {"code": 2, "heavy": ["(json)", "(pathlib)", "(re)"]}
+
+
+def test_pathlib_as_the_hook_loads_it_still_makes_uris() -> None:
+    probe = (
+        "import sys\n"
+        "from agentcfg.stop.hook import _import_pathlib\n"
+        "_import_pathlib()\n"
+        "from pathlib import Path\n"
+        "print('urllib.parse' in sys.modules, Path('/a b/c').as_uri())\n"
+        "from urllib.parse import quote_from_bytes, urlsplit\n"
+        "print(quote_from_bytes(b'a b'), urlsplit('http://[::1]/x').hostname)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.split("\n") == ["False file:///a%20b/c", "a%20b ::1", ""]
