@@ -113,6 +113,28 @@ def test_a_field_without_a_default_cannot_follow_one_with_a_default() -> None:
             b: int
 
 
+def record(name: str, fields: tuple[str, ...]) -> type[Record]:
+    """A record class with these fields, as a class statement would make it."""
+    namespace = {"__module__": __name__, "__qualname__": name}
+    namespace["__annotations__"] = dict.fromkeys(fields, "int")
+    made: type[Record] = type(Record)(name, (Record,), namespace)
+    return made
+
+
+def test_a_record_of_each_number_of_fields_is_built_as_its_namedtuple() -> None:
+    for count in range(17):
+        names = tuple(f"field{n}" for n in range(count))
+        made = record("Made", names)
+        twin = namedtuple("Made", names)
+        values = tuple(range(count))
+        assert tuple(made(*values)) == tuple(twin(*values)) == values
+        assert made(**dict(zip(names, values, strict=True))) == values
+        with pytest.raises(TypeError):
+            made(*values, 99)
+    with pytest.raises(TypeError, match="at most 16 fields"):
+        record("Wide", tuple("abcdefghijklmnopq"))
+
+
 def test_a_record_method_cannot_use_super() -> None:
     with pytest.raises(TypeError, match="super"):
 
