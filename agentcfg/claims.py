@@ -309,7 +309,7 @@ class Pending(Record):
 
 
 PENDING_LIMIT = 1000  # pending files read by `stop --all`; tokens a turn end looks up
-_TOKEN = re.compile(re.escape(TOKEN_PREFIX.encode()) + rb"[0-9a-f]{16}")
+_TOKEN = re.escape(TOKEN_PREFIX.encode()) + rb"[0-9a-f]{16}"  # compiled when first used
 
 
 def pending_dir(ws: Workspace) -> Path:
@@ -413,7 +413,7 @@ def all_pending(ws: Workspace, now: float) -> list[Pending]:
 def shown_tokens(text: bytes) -> list[str]:
     """The claim tokens a transcript shows, latest first, at most PENDING_LIMIT of them."""
     seen: dict[str, None] = {}
-    for match in reversed(_TOKEN.findall(text)):
+    for match in reversed(re.findall(_TOKEN, text)):
         seen.setdefault(match.decode(), None)
         if len(seen) >= PENDING_LIMIT:
             break

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -12,7 +11,7 @@ from agentcfg.errors import RoadmapError
 from agentcfg.paths import CONFIG_NAME, ROADMAPS, STATE, locate_root
 
 ROADMAP_LIMIT = 8 * 1024 * 1024
-_SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_SLUG_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 
 class Workspace(Record):
@@ -47,12 +46,7 @@ class Workspace(Record):
                 f"no roadmap `{clean}`: roadmaps/{clean}.md does not exist"
             ) from None
         stem = real.name.removesuffix(".md")
-        if (
-            real.parent != folder
-            or not real.is_file()
-            or stem == real.name
-            or not _SLUG.fullmatch(stem)
-        ):
+        if real.parent != folder or not real.is_file() or stem == real.name or not is_slug(stem):
             raise RoadmapError(f"roadmap `{clean}` is not a regular file inside roadmaps/")
         return stem
 
@@ -61,12 +55,17 @@ class Workspace(Record):
             names = sorted(p.stem for p in self.roadmaps.glob("*.md") if p.is_file())
         except OSError:
             return []
-        return [name for name in names if _SLUG.fullmatch(name)]
+        return [name for name in names if is_slug(name)]
+
+
+def is_slug(text: str) -> bool:
+    """A letter or digit, then letters, digits, '.', '_' and '-' (ASCII)."""
+    return text[:1].isalnum() and _SLUG_CHARS.issuperset(text)
 
 
 def normalise_slug(slug: str) -> str:
     clean = slug.removesuffix(".md")
-    if not _SLUG.fullmatch(clean):
+    if not is_slug(clean):
         raise RoadmapError(
             f"bad roadmap slug {slug!r}: a slug is a file stem of letters, digits, '.', '_' or '-'"
         )

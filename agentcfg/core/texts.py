@@ -65,10 +65,20 @@ def close_command(slug: str, step: Step) -> str:
 
 def _command(verb: str, slug: str, step: str, *options: str) -> str:
     """An `agentcfg roadmap` command line for `sh`: quoted where needed, `--` before a dash."""
-    import shlex
-
     guard = ["--"] if step.startswith("-") else []
-    return shlex.join(["agentcfg", "roadmap", verb, *options, slug, *guard, step])
+    return " ".join(map(sh_quote, ["agentcfg", "roadmap", verb, *options, slug, *guard, step]))
+
+
+# the characters `shlex.quote` leaves a word of unquoted
+_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-")
+
+
+def sh_quote(word: str) -> str:
+    """`word` as one word for `sh`, quoted exactly as `shlex.quote` quotes it (which the stop
+    hook does not load: it costs a fire more than this does)."""
+    if word and _PLAIN.issuperset(word):
+        return word
+    return "'" + word.replace("'", "'\"'\"'") + "'"
 
 
 REFUSALS = {

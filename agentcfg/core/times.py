@@ -6,10 +6,7 @@ import functools
 import re
 import time
 
-_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)([dhms])")
-_ISO = re.compile(
-    r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{3}))?Z"
-)
+_DURATION = r"([0-9]+(?:\.[0-9]+)?)([dhms])"  # compiled when first used
 MAX_DURATION = 3650 * 86400.0  # ten years: anything longer is a typo or an attack
 _UNITS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
 
@@ -41,14 +38,27 @@ def parse_iso(text: object) -> float | None:
 
 @functools.lru_cache(maxsize=1024)  # a contract's steps mostly share the time they joined it
 def _parse_iso(text: str) -> float | None:
-    ours = _ISO.fullmatch(text)
-    if ours:
-        fields = tuple(int(part) for part in ours.groups()[:6])
+    ours = _our_form(text)
+    if ours is not None:
+        fields, millis = ours[:6], ours[6]
         year, month, day, hour, minute, second = fields
         seconds = _days(year, month, day) * 86400 + hour * 3600 + minute * 60 + second
         if year > 0 and time.gmtime(seconds)[:6] == fields:  # a real date and time of day
-            return (seconds * 1000 + int(ours[7] or 0)) / 1000
+            return (seconds * 1000 + millis) / 1000
     return _parse_other(text)
+
+
+def _our_form(text: str) -> tuple[int, ...] | None:
+    """Year, month, day, hour, minute, second and millisecond of a time in the form `iso`
+    writes, `2026-11-30T15:45:35Z` or `2026-11-30T15:45:35.123Z`; None for any other text."""
+    if len(text) not in (20, 24) or not text.isascii() or text[-1] != "Z":
+        return None
+    stops = text[4] + text[7] + text[10] + text[13] + text[16] + text[19]
+    if stops != ("--T::." if len(text) == 24 else "--T::Z"):
+        return None
+    millis = text[20:23] if len(text) == 24 else "0"
+    parts = (text[0:4], text[5:7], text[8:10], text[11:13], text[14:16], text[17:19], millis)
+    return tuple(map(int, parts)) if all(part.isdigit() for part in parts) else None
 
 
 def _days(year: int, month: int, day: int) -> int:
@@ -85,7 +95,7 @@ def parse_duration(value: object) -> float | None:
     elif re.fullmatch(r"[0-9]+(?:\.[0-9]+)?", text := value.strip().lower()):
         seconds = float(text)
     elif re.fullmatch(r"(?:[0-9]+(?:\.[0-9]+)?[dhms])+", text):
-        seconds = sum(float(n) * _UNITS[u] for n, u in _DURATION.findall(text))
+        seconds = sum(float(n) * _UNITS[u] for n, u in re.findall(_DURATION, text))
     else:
         return None
     return seconds if 0 < seconds <= MAX_DURATION else None

@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 from syrupy.assertion import SnapshotAssertion
 
 from agentcfg.core.ladder import Caps
 from agentcfg.core.roadmap import Step, parse_roadmap
-from agentcfg.core.texts import NOTES, REFUSALS, close_command, continuation, note, refusal
+from agentcfg.core.texts import (
+    NOTES,
+    REFUSALS,
+    close_command,
+    continuation,
+    note,
+    refusal,
+    sh_quote,
+)
 
 
 def step(verify: str | None = "pytest -k phases", text: str = "Scope checkboxes to phases") -> Step:
@@ -68,6 +80,13 @@ def test_a_step_without_verify_gets_a_runnable_no_verify_command() -> None:
 def test_close_commands_are_quoted_for_the_shell(label: str, step_id: str, command: str) -> None:
     named = Step(step_id, "open", "a", "true", None, 3, step_id.rsplit(".", 1)[0], label=label)
     assert close_command("demo", named) == command
+
+
+@given(st.text())
+@example("")
+@example("it's")
+def test_words_are_quoted_for_the_shell_as_shlex_quotes_them(word: str) -> None:
+    assert sh_quote(word) == shlex.quote(word)
 
 
 QUOTES = {

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta, timezone
 
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from agentcfg.core.times import iso, iso_ms, parse_iso
+from agentcfg.core.times import _our_form, iso, iso_ms, parse_iso
 
 EPOCHS = st.floats(min_value=0, max_value=253402300799.0, allow_nan=False)  # to 9999-12-31
 MOMENTS = st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31))
@@ -45,6 +46,22 @@ def test_parse_iso_reads_what_datetime_reads(moment: datetime, timespec: str) ->
 )
 def test_parse_iso_takes_only_real_dates_in_its_own_form(text: str) -> None:
     assert parse_iso(text) == by_datetime(text)
+
+
+OUR_FORM = r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{3}))?Z"
+
+
+@given(
+    st.from_regex(OUR_FORM, fullmatch=True)
+    | st.text(alphabet="0123456789٣-T:.Z ", min_size=19, max_size=25)
+)
+@example("2026-11-30T15:45:35Z123Z")
+@example("2026-11-30T15:45:35.12Z")
+def test_our_form_is_read_as_its_pattern_reads_it(text: str) -> None:
+    found = re.fullmatch(OUR_FORM, text)
+    assert _our_form(text) == (
+        None if found is None else tuple(int(g or 0) for g in found.groups())
+    )
 
 
 def test_parse_iso_refuses_what_is_not_a_time() -> None:
