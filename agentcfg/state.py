@@ -36,7 +36,7 @@ def followed(folder: Path) -> bool:
     if STATE not in parts:
         return False
     top = len(parts) - 1 - parts[::-1].index(STATE)
-    return any(Path(*parts[: n + 1]).is_symlink() for n in range(top, len(parts)))
+    return any(os.path.islink(os.path.join(*parts[: n + 1])) for n in range(top, len(parts)))
 
 
 def _guard(folder: Path) -> None:

@@ -126,7 +126,8 @@ def judge(
     contract: Contract, roadmap: Roadmap, receipts: tuple[Receipt, ...], now: float
 ) -> Judgement:
     """How the roadmap stands against the contract."""
-    matched = _match(contract.terms, roadmap.steps)
+    hashes = {id(s): text_hash(s.text) for s in roadmap.steps}
+    matched = _match(contract.terms, roadmap.steps, hashes)
     taken = {id(s) for s in matched if s is not None}
     changes: list[Change] = []
     if contract.mode != roadmap.mode:
@@ -138,7 +139,7 @@ def judge(
         if (step is None or step.mark == "done") and proven(term, receipts):
             closed += 1  # what is done with a receipt stays done, however the text moves on
             continue
-        change = _change(term, step)
+        change = _change(term, step, hashes)
         if change is not None:
             changes.append(change)
             open_ids.add(step.id if step is not None else term.id)
@@ -161,11 +162,13 @@ def judge(
     )
 
 
-def _match(terms: tuple[Term, ...], steps: tuple[Step, ...]) -> list[Step | None]:
+def _match(
+    terms: tuple[Term, ...], steps: tuple[Step, ...], hashes: dict[int, str]
+) -> list[Step | None]:
     """Each term's step: same text (same id first), else same id; each step taken once."""
     by_text: dict[str, list[Step]] = {}
     for step in steps:
-        by_text.setdefault(text_hash(step.text), []).append(step)
+        by_text.setdefault(hashes[id(step)], []).append(step)
     taken: set[int] = set()
     found: list[Step | None] = [None] * len(terms)
     for n, term in enumerate(terms):  # the same text first, where it kept its id
@@ -183,10 +186,10 @@ def _match(terms: tuple[Term, ...], steps: tuple[Step, ...]) -> list[Step | None
     return found
 
 
-def _change(term: Term, step: Step | None) -> Change | None:
+def _change(term: Term, step: Step | None, hashes: dict[int, str]) -> Change | None:
     if step is None:
         return Change(term.id, "removed")
-    if text_hash(step.text) != term.text:
+    if hashes[id(step)] != term.text:
         return Change(term.id, "reworded", now=step.text)
     if step.verify != term.verify:
         return Change(term.id, "verify", term.verify or "", step.verify or "")
