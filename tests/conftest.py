@@ -78,6 +78,13 @@ def cli_process(
     )
 
 
+def python_prints(code: str) -> str:
+    """What `code` prints, run by a fresh interpreter (with nothing imported before it)."""
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+
+
 def hook_env(root: Path, **extra: str) -> dict[str, str]:
     env = {
         k: v for k, v in os.environ.items() if not k.startswith(("AGENTCFG_", "CLAUDE_", "XDG_"))

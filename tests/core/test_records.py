@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import copy
 import pickle
-import subprocess
-import sys
 from collections import namedtuple
 
 import pytest
 
 from agentcfg.core.records import Record
+from tests.conftest import python_prints
 
 
 class Point(Record):
@@ -151,7 +150,4 @@ def test_defining_records_loads_neither_typing_nor_dataclasses() -> None:
         "import agentcfg.core.ladder, agentcfg.core.roadmap\n"
         "print(sorted(m for m in ('typing', 'dataclasses', 'inspect') if m in sys.modules))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    ).stdout
-    assert out.strip() == "[]"
+    assert python_prints(probe).strip() == "[]"

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import fixture_payload, hook_env, run_cli, write_roadmap
+from tests.conftest import fixture_payload, hook_env, python_prints, run_cli, write_roadmap
 
 PROBE = """
 import io, sys
@@ -100,7 +100,4 @@ def test_pathlib_as_the_hook_loads_it_still_makes_uris() -> None:
         "from urllib.parse import quote_from_bytes, urlsplit\n"
         "print(quote_from_bytes(b'a b'), urlsplit('http://[::1]/x').hostname)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    ).stdout
-    assert out.split("\n") == ["False file:///a%20b/c", "a%20b ::1", ""]
+    assert python_prints(probe).split("\n") == ["False file:///a%20b/c", "a%20b ::1", ""]
