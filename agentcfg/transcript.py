@@ -108,9 +108,11 @@ def _read_from_disk(path: str, tail: int) -> tuple[bytes, int, int] | None:
 
 
 def _read_exactly(fd: int, size: int) -> bytes:
+    """`size` bytes, fewer at the end of the file; a regular file gives them in one read, and
+    joining one chunk copies nothing."""
     chunks: list[bytes] = []
     while size > 0:
-        chunk = os.read(fd, min(size, 1024 * 1024))
+        chunk = os.read(fd, size)
         if not chunk:
             break
         chunks.append(chunk)
@@ -276,16 +278,17 @@ def read_segment(
         return None
     data, first, _ = read
     complete = data.rfind(b"\n") + 1  # a line still being written belongs to the next segment
-    lines = data[:complete].split(b"\n")[:-1]
-    offsets = list(itertools.accumulate((len(line) + 1 for line in lines[:-1]), initial=first))
-    if first > 0 and lines:  # the first piece is a partial line
-        lines, offsets = lines[1:], offsets[1:]
+    lines = data.split(b"\n")[:-1]  # without the piece after the last newline
+    cut = 1 if first > 0 and lines else 0  # the first piece is a partial line
     end, whole = first + complete, first == 0
     if start is not None and start <= end:
+        offsets = list(itertools.accumulate((len(line) + 1 for line in lines[:-1]), initial=first))
+        lines, offsets = lines[cut:], offsets[cut:]
         if not whole and start < (offsets[0] if offsets else end):
             return Segment([], None, whole, end)
         index = bisect.bisect_left(offsets, start)
     else:  # the last turn start, looked for from the end: the tail may hold thousands of lines
+        lines = lines[cut:]
         last = next((i for i in range(len(lines) - 1, -1, -1) if is_turn_start(lines[i])), None)
         if last is None and not whole:
             return Segment([], None, whole, end)
