@@ -46,21 +46,36 @@ def read_turn(path: str | None, tail: int = TAIL) -> TurnInfo:
     read = _read_tail(path, tail)
     if read is None:
         return UNKNOWN
-    data, start, size = read
-    lines = data.split(b"\n")
-    if start > 0:
-        lines = lines[1:]  # the first piece is a partial line
-    return _scan(lines, whole=start == 0, size=size)
+    lines = read.pieces[1:] if read.start > 0 else read.pieces  # the first a partial line
+    return _scan(lines, whole=read.start == 0, size=read.size)
 
 
 def read_tail(path: str | None, tail: int = TAIL) -> bytes:
     """The transcript's last `tail` bytes; b"" when it cannot be read."""
     read = _read_tail(path, tail)
-    return read[0] if read is not None else b""
+    return read.data if read is not None else b""
+
+
+class _Tail:
+    """A transcript's tail as read from disk: its bytes, where they start, the file's size,
+    and, once asked for, its pieces between newlines (the last one unfinished or empty)."""
+
+    __slots__ = ("_pieces", "data", "size", "start")
+
+    def __init__(self, data: bytes, start: int, size: int) -> None:
+        self.data, self.start, self.size = data, start, size
+        self._pieces: list[bytes] | None = None
+
+    @property
+    def pieces(self) -> list[bytes]:
+        """Shared by every reader of this tail: not to be changed."""
+        if self._pieces is None:
+            self._pieces = self.data.split(b"\n")
+        return self._pieces
 
 
 # the tails read inside `read_once`, innermost last
-_READ: list[dict[tuple[str, int], tuple[bytes, int, int] | None]] = []
+_READ: list[dict[tuple[str, int], _Tail | None]] = []
 
 
 @contextlib.contextmanager
@@ -74,8 +89,8 @@ def read_once() -> Iterator[None]:
         _READ.pop()
 
 
-def _read_tail(path: str | None, tail: int, fresh: bool = False) -> tuple[bytes, int, int] | None:
-    """(the last `tail` bytes, where they start, the file's size); None when unreadable.
+def _read_tail(path: str | None, tail: int, fresh: bool = False) -> _Tail | None:
+    """The last `tail` bytes, where they start and the file's size; None when unreadable.
 
     `fresh`: read from disk even inside `read_once`, and share that read from then on.
     """
@@ -89,7 +104,7 @@ def _read_tail(path: str | None, tail: int, fresh: bool = False) -> tuple[bytes,
     return read[path, tail]
 
 
-def _read_from_disk(path: str, tail: int) -> tuple[bytes, int, int] | None:
+def _read_from_disk(path: str, tail: int) -> _Tail | None:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except (OSError, ValueError):
@@ -100,7 +115,7 @@ def _read_from_disk(path: str, tail: int) -> tuple[bytes, int, int] | None:
             return None
         start = max(0, info.st_size - tail)
         os.lseek(fd, start, os.SEEK_SET)
-        return _read_exactly(fd, info.st_size - start), start, info.st_size
+        return _Tail(_read_exactly(fd, info.st_size - start), start, info.st_size)
     except OSError:
         return None
     finally:
@@ -276,9 +291,9 @@ def read_segment(
     read = _read_tail(path, tail, fresh)
     if read is None:
         return None
-    data, first, _ = read
-    complete = data.rfind(b"\n") + 1  # a line still being written belongs to the next segment
-    lines = data.split(b"\n")[:-1]  # without the piece after the last newline
+    first = read.start
+    complete = read.data.rfind(b"\n") + 1  # a line still being written belongs to the next one
+    lines = read.pieces[:-1]  # without the piece after the last newline
     cut = 1 if first > 0 and lines else 0  # the first piece is a partial line
     end, whole = first + complete, first == 0
     if start is not None and start <= end:

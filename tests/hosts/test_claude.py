@@ -14,7 +14,7 @@ import pytest
 
 from agentcfg.hosts import claude
 from agentcfg.hosts.base import Plugin
-from agentcfg.transcript import read_once, read_turn
+from agentcfg.transcript import Spent, TurnInfo, read_once, read_turn
 from tests.conftest import run_cli
 from tests.hosts.shared import (
     NO_WAIT,
@@ -113,6 +113,29 @@ def test_a_replaced_transcript_is_read_from_its_human_turn(tmp_path: Path) -> No
     )
     spent = claude.usage_since(str(path), 10**6, NO_WAIT)  # the mark lies past the end of this file
     assert spent.usage is not None and spent.usage.total == 5
+
+
+def test_a_fire_reads_a_long_transcript_as_each_reader_does_alone(tmp_path: Path) -> None:
+    """Inside a fire the turn and the tokens share one read of the tail and one split of it;
+    each finds what it finds alone, also where the tail begins inside a line."""
+    path = tmp_path / "t.jsonl"
+    words = {"type": "text", "text": "x" * 100_000}
+    said = [{**assistant(f"m{n}", output_tokens=n), "message": {
+        "id": f"m{n}", "content": [words], "usage": {"output_tokens": n}}} for n in range(1, 100)]  # fmt: skip
+    prompts = [{"type": "user", "message": {"content": "go"}, "promptId": f"p{n}"} for n in (1, 2)]
+    write_lines(path, [prompts[0], *said[:60], prompts[1], *said[60:]], tail=b'{"type": "assis')
+    assert path.stat().st_size > 8 * 1024 * 1024  # longer than the tail a fire reads
+
+    def readers() -> tuple[TurnInfo, Spent]:
+        return read_turn(str(path)), claude.usage_since(str(path), None, NO_WAIT)
+
+    alone = readers()
+    with read_once():
+        shared = readers()
+    assert shared == alone
+    turn, spent = alone
+    assert turn.turn == "prompt-p2" and turn.final_message == words["text"]
+    assert spent.usage is not None and spent.usage.total == sum(range(61, 100))
 
 
 @pytest.mark.parametrize("shared", [False, True], ids=["alone", "in-a-fire"])
