@@ -36,15 +36,26 @@ execution: {mode: autonomous}
 LONG_COMMAND = "python3 -c 'import time; time.sleep(300)'"
 
 
+LINGER = 5.0  # seconds a lingering agent thinks: many times the driver's look at the ledger
+
+
 class RunScript(Script):
     """The agent under `agentcfg run`: the driver claimed the roadmap already, so it only closes
     the step each continuation names, and ends its turn when it is shown none. `hesitate`: it
     answers the first so many continuations of each step with words only; `slow`: it runs a
-    long shell command instead (for Ctrl-C); `crash`: closing that step kills the host."""
+    long shell command instead (for Ctrl-C); `crash`: closing that step kills the host;
+    `linger`: the first time it is given that step it thinks for a while first (as a real
+    agent does), time for a driver that moves each step to a new session to end this one."""
 
-    def __init__(self, hesitate: int = 0, slow: bool = False, crash: str | None = None) -> None:
+    def __init__(
+        self,
+        hesitate: int = 0,
+        slow: bool = False,
+        crash: str | None = None,
+        linger: str | None = None,
+    ) -> None:
         super().__init__(SLUG, AGENTCFG)
-        self.hesitate, self.slow, self.crash = hesitate, slow, crash
+        self.hesitate, self.slow, self.crash, self.linger = hesitate, slow, crash, linger
         self.seen: dict[str, int] = {}
 
     def reply(self, text: str, after_tool: bool) -> tuple[str, str]:
@@ -60,6 +71,8 @@ class RunScript(Script):
                 return "text", f"Looking at step {step} first."
             if step == self.crash and self.seen[step] == 1:  # the host dies under the agent
                 return "tool", f"{value} && kill -KILL $PPID"
+            if step == self.linger and self.seen[step] == 1:
+                time.sleep(LINGER)
         return kind, value
 
 
@@ -351,7 +364,8 @@ def test_gemini_killed_mid_run_is_resumed_in_the_same_session(tmp_path: Path) ->
 
 
 def test_fresh_per_step_works_each_step_in_a_session_of_its_own(tmp_path: Path) -> None:
-    run = drive("claude", tmp_path, "--fresh-per-step")
+    # the first session is told 1.2 once 1.1 is closed, and is ended before it acts on it
+    run = drive("claude", tmp_path, "--fresh-per-step", script=RunScript(linger="1.2"))
     assert_complete(run)
     starts = [e for e in run.ledger() if e["event"] in ("run-start", "run-resume")]
     assert [e["reason"] for e in starts] == ["start", "next-step"], run.events()
