@@ -6,12 +6,21 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The console script's function; `argv` (the arguments after the program's name) is given
+    when it runs inside a longer-lived process."""
     args = sys.argv[1:] if argv is None else argv
-    if args[:2] == ["hook", "stop"]:
-        from agentcfg.stop.hook import main as hook_main
+    if args[:1] == ["hook"] and args[1:2] in (["stop"], ["session-start"]):
+        if argv is None:
+            # The process lives for this one fire: the cyclic garbage collector's passes over
+            # the thousands of objects its imports make would cost it a twentieth of its time
+            # for nothing, as what it leaves the process's end frees.
+            import gc
 
-        return hook_main(args[2:])
-    if args[:2] == ["hook", "session-start"]:
+            gc.disable()
+        if args[1] == "stop":
+            from agentcfg.stop.hook import main as hook_main
+
+            return hook_main(args[2:])
         from agentcfg.stop.session_start import main as session_start
 
         return session_start(args[2:])

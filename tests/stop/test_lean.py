@@ -28,8 +28,15 @@ print(json.dumps({"code": code, "heavy": heavy}), file=sys.stderr)
 
 
 def probe(root: Path, payload: dict[str, object], **env: str) -> dict[str, object]:
+    return run_script(PROBE, root, payload, env=env)
+
+
+def run_script(
+    script: str, root: Path, payload: dict[str, object], *args: str, env: dict[str, str]
+) -> dict[str, object]:
+    """What `script` prints last on stderr as JSON, run with the payload and `args` after it."""
     proc = subprocess.run(
-        [sys.executable, "-c", PROBE, json.dumps(payload)],
+        [sys.executable, "-c", script, json.dumps(payload), *args],
         capture_output=True,
         text=True,
         env=hook_env(root, **env),
@@ -101,3 +108,32 @@ def test_pathlib_as_the_hook_loads_it_still_makes_uris() -> None:
         "print(quote_from_bytes(b'a b'), urlsplit('http://[::1]/x').hostname)\n"
     )
     assert python_prints(probe).split("\n") == ["False file:///a%20b/c", "a%20b ::1", ""]
+
+
+COLLECTIONS = """
+import gc, io, json, sys
+sys.stdin = io.TextIOWrapper(io.BytesIO(sys.argv[1].encode()))
+from agentcfg.entry import main
+passes = []
+gc.callbacks.append(lambda phase, info: passes.append(info["generation"]) if phase == "start" else None)
+if sys.argv[2] == "console":
+    sys.argv[1:] = ["hook", "stop"]
+    code = main()
+else:
+    code = main(["hook", "stop"])
+print(json.dumps({"code": code, "passes": len(passes), "on": gc.isenabled()}), file=sys.stderr)
+"""
+
+
+def test_a_fire_of_its_own_process_runs_without_the_garbage_collector(ws: Path) -> None:
+    """The console script's fire turns the cyclic collector off (its process ends with the
+    fire); a fire inside a longer-lived process leaves it on, and it collects as usual."""
+    run_cli("sessions", "claim", "demo", "--session", str(fixture_payload(1, ws)["session_id"]))
+    run_cli("roadmap", "status", "demo")
+    found = {
+        how: run_script(COLLECTIONS, ws, fixture_payload(1, ws), how, env={})
+        for how in ("console", "in-process")
+    }
+    assert found["console"] == {"code": 2, "passes": 0, "on": False}
+    assert found["in-process"]["code"] == 2 and found["in-process"]["on"] is True
+    assert found["in-process"]["passes"] not in (0, None)
