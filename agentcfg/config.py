@@ -13,7 +13,6 @@ from agentcfg.core.chain import CHAIN
 from agentcfg.core.ladder import MAX_ITERATIONS, STALL_WINDOW, WALL_CLOCK, clamp
 from agentcfg.core.records import Record
 from agentcfg.core.times import parse_duration
-from agentcfg.core.yamlload import SOURCE_LIMIT
 from agentcfg.workspace import Workspace
 
 TYPE_CHECKING = False
@@ -37,7 +36,7 @@ QUOTES = ("excerpt", "hash")  # how the ledger keeps a detector's quote
 REPLY_WAIT = 1.0  # seconds a fire waits at most for the host to write the reply it stopped on
 REPLY_WAIT_LIMIT = 10.0
 INT_LIMIT = 10**9
-CONFIG_LIMIT = SOURCE_LIMIT
+CONFIG_LIMIT = 16 * 1024
 PLAIN_ITEMS = 32
 
 
@@ -109,7 +108,7 @@ def _parse_yaml(source: bytes) -> dict[str, Any]:
     from agentcfg.core.yamlload import load_yaml
 
     try:
-        data = load_yaml(source.decode("utf-8"))
+        data = load_yaml(source.decode("utf-8"), limit=CONFIG_LIMIT)
     except ValueError as exc:  # a UnicodeDecodeError too
         return {"error": f"not readable YAML: {exc}"}
     if data is None:

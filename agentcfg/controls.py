@@ -12,7 +12,6 @@ from pathlib import Path
 from agentcfg import claims, state
 from agentcfg.core.records import Record
 from agentcfg.core.times import iso, parse_iso
-from agentcfg.core.visible import visible
 from agentcfg.errors import ClaimError, RoadmapError
 from agentcfg.paths import STOPS
 from agentcfg.workspace import Workspace
@@ -60,6 +59,8 @@ def who(env: Mapping[str, str], host_env: Sequence[str]) -> str:
 
 
 def _shown(text: str) -> str:
+    from agentcfg.core.visible import visible  # who runs a control: not on a stop fire's path
+
     return visible(text[: claims.SESSION_LIMIT])
 
 

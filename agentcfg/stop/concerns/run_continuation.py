@@ -15,7 +15,6 @@ from agentcfg.core import phrases
 from agentcfg.core.chain import RUN_CONTINUATION
 from agentcfg.core.ladder import Fire, RunState, decide
 from agentcfg.core.texts import claim_lost, continuation, lease_lost, note, stopped
-from agentcfg.core.visible import visible
 from agentcfg.errors import StateError
 from agentcfg.stop.context import HookContext
 from agentcfg.stop.dispatch import ALLOW, Verdict
@@ -130,6 +129,8 @@ class RunContinuation:
     def _lost(self, ctx: HookContext, reason: str) -> Verdict:
         """Tell the agent once (its pending claim is spent) that its claim did not bind."""
         ctx.log("claim-lost", reason=reason, reply=ctx.reply_key)
+        from agentcfg.core.visible import visible  # rare: loaded only then
+
         kind = "warn" if ctx.config.mode == "shadow" else "block"
         return Verdict(kind, claim_lost(visible(reason)), self.name)
 

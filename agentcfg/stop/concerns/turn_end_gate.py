@@ -21,7 +21,6 @@ from agentcfg.core.texts import refusal
 from agentcfg.core.times import iso_ms, parse_iso
 from agentcfg.errors import StateError
 from agentcfg.paths import MARKS
-from agentcfg.proofs import proven_since
 from agentcfg.stop.context import HookContext
 from agentcfg.stop.dispatch import ALLOW, Verdict
 
@@ -162,6 +161,10 @@ def _changed_steps(ctx: HookContext) -> Changed:
         return [], []
     by_id = {s.id: s for s in ctx.roadmap.steps}
     left = [by_id[i] for i in was_open if isinstance(i, str) and i in by_id and i not in now_open]
+    if not left:
+        return [], []
+    from agentcfg.proofs import proven_since  # only when steps closed: loaded only then
+
     unproven = [
         s
         for s in left
