@@ -11,10 +11,13 @@ import re
 # The patterns are kept as source text, as in core.roadmap: `re` compiles each on its first
 # use and keeps it, so a stop hook fire compiles only those its message reaches.
 CLOSING_CHARS = 600
-_SENTENCE_END = r"(?<=[.!?])\s+|\n+"
 _PARAGRAPH_END = r"\n[ \t>]*\n"
 _CODE = r"(?s)```.*?(?:```|$)|`[^`\n]*`"
-_DECORATION = r"^[\s>*_#`-]+|[\s*_`]+$"
+# sentences end at a line break, or at white space after one of these
+_SENTENCE_MARKS = ".!?"
+# a sentence's decoration: white space and these, before it and after it
+_LEADING = ">*_#`-"
+_TRAILING = "*_`"
 _NEGATION = r"(?i)\b(?:not|no|never|cannot)\b|n't\b"
 
 _CONTINUE = (
@@ -68,9 +71,54 @@ _COMPLETION = [
 
 def closing_sentences(message: str) -> list[str]:
     """The sentences of the message's closing part, last one last, decoration stripped."""
-    tail = message[-CLOSING_CHARS:]
-    parts = (re.sub(_DECORATION, "", part) for part in re.split(_SENTENCE_END, tail))
-    return [part for part in parts if part]
+    return _sentences(message[-CLOSING_CHARS:])
+
+
+def _sentences(text: str) -> list[str]:
+    """The text's sentences, decoration stripped, the empty ones left out.
+
+    Read with string methods (a stop fire reads them on every turn end, and compiling the
+    patterns they stand for would cost more than reading): a line break ends a sentence, and
+    so does white space after a full stop, an exclamation or a question mark.
+    """
+    found: list[str] = []
+    for line in text.split("\n"):
+        start = 0
+        for end in _ends(line):
+            found.append(_undecorated(line[start:end]))
+            start = end
+        found.append(_undecorated(line[start:]))
+    return [sentence for sentence in found if sentence]
+
+
+def _ends(line: str) -> list[int]:
+    """Where the line's sentences end but the last: after each mark white space follows."""
+    return sorted(
+        at + 1
+        for mark in _SENTENCE_MARKS
+        for at in _positions(line, mark)
+        if line[at + 1 : at + 2].isspace()
+    )
+
+
+def _positions(line: str, mark: str) -> list[int]:
+    found: list[int] = []
+    at = line.find(mark)
+    while at >= 0:
+        found.append(at)
+        at = line.find(mark, at + 1)
+    return found
+
+
+def _undecorated(sentence: str) -> str:
+    """The sentence without white space and markup (quote marks, emphasis, headings, list
+    dashes, backticks) before it, nor white space, emphasis and backticks after it."""
+    start, end = 0, len(sentence)
+    while start < end and (sentence[start].isspace() or sentence[start] in _LEADING):
+        start += 1
+    while end > start and (sentence[end - 1].isspace() or sentence[end - 1] in _TRAILING):
+        end -= 1
+    return sentence[start:end]
 
 
 def deference(message: str) -> str | None:
@@ -110,8 +158,7 @@ def _closing_paragraph(message: str) -> list[str]:
         closing.insert(0, paragraph)
         if len(paragraph) >= SHORT_LINE and not re.match(_LIST_ITEM, paragraph):
             break
-    parts = (re.sub(_DECORATION, "", part) for part in re.split(_SENTENCE_END, "\n".join(closing)))
-    return [part for part in parts if part]
+    return _sentences("\n".join(closing))
 
 
 def _is_deference(sentence: str) -> bool:

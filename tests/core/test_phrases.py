@@ -253,3 +253,19 @@ def test_a_message_with_none_of_the_words_searches_no_pattern_of_them(
         assert read("Reading the logs.") is None
     assert phrases.intent("Fix the parser.") is None
     assert asked == []
+
+
+# what the sentence reader replaced: a split at these, then each part stripped of this
+SENTENCE_END = r"(?<=[.!?])\s+|\n+"
+DECORATION = r"^[\s>*_#`-]+|[\s*_`]+$"
+MARKUP = st.sampled_from(list(".!?>*_#`-\n\r\t \x0b\x0c\x1c\x85\u00a0\u2028\u3000ab"))
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.text(MARKUP | st.characters(), max_size=80) | TEXTS)
+@example("Done.  Next!\tThird?\u00a0Fourth")
+@example("**Step 1.2 is done.**\r\n\n> - Shall I go on?  ")
+@example("a. . b?! c.")
+def test_sentences_are_read_as_the_patterns_they_replace(text: str) -> None:
+    parts = (re.sub(DECORATION, "", part) for part in re.split(SENTENCE_END, text))
+    assert phrases._sentences(text) == [part for part in parts if part]
