@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
 
     T = TypeVar("T")
 
-VERSION = 2  # 2: steps carry label, started, tags and detail
+VERSION = 3  # 2: steps carry label, started, tags and detail; 3: records as lists
 CACHE_LIMIT = 64 * 1024 * 1024
 
 
