@@ -10,20 +10,7 @@ def main(argv: list[str] | None = None) -> int:
     when it runs inside a longer-lived process."""
     args = sys.argv[1:] if argv is None else argv
     if args[:1] == ["hook"] and args[1:2] in (["stop"], ["session-start"]):
-        if argv is None:
-            # The process lives for this one fire: the cyclic garbage collector's passes over
-            # the thousands of objects its imports make would cost it a twentieth of its time
-            # for nothing, as what it leaves the process's end frees.
-            import gc
-
-            gc.disable()
-        if args[1] == "stop":
-            from agentcfg.stop.hook import main as hook_main
-
-            return hook_main(args[2:])
-        from agentcfg.stop.session_start import main as session_start
-
-        return session_start(args[2:])
+        return _fire(args[1], args[2:]) if argv is not None else _alone(args[1], args[2:])
     for stream in (sys.stdout, sys.stderr):  # an encoding without some character never crashes
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
@@ -31,3 +18,38 @@ def main(argv: list[str] | None = None) -> int:
     from agentcfg.cli import cli
 
     return int(cli.main(args=args, prog_name="agentcfg", standalone_mode=True) or 0)
+
+
+def _fire(event: str, argv: list[str]) -> int:
+    if event == "stop":
+        from agentcfg.stop.hook import main as hook_main
+
+        return hook_main(argv)
+    from agentcfg.stop.session_start import main as session_start
+
+    return session_start(argv)
+
+
+def _alone(event: str, argv: list[str]) -> int:
+    """A fire in a process of its own, which ends with it.
+
+    The cyclic garbage collector stays off, and once the answer is out the process ends
+    without tearing the interpreter down, unless something waits to run at exit (a coverage
+    tracer does). Both would only free what the end of the process frees: collecting and
+    freeing the thousands of objects a fire's imports make was a sixth of a warm fire.
+    """
+    import atexit
+    import gc
+    import os
+
+    gc.disable()
+    code = _fire(event, argv)
+    if atexit._ncallbacks():
+        return code
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:  # None: the process started without it
+                stream.flush()
+    except (OSError, ValueError):
+        return code  # the interpreter's own exit deals with a stream it cannot flush
+    os._exit(code)

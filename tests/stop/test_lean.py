@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import fixture_payload, hook_env, python_prints, run_cli, write_roadmap
 
 PROBE = """
@@ -28,15 +30,8 @@ print(json.dumps({"code": code, "heavy": heavy}), file=sys.stderr)
 
 
 def probe(root: Path, payload: dict[str, object], **env: str) -> dict[str, object]:
-    return run_script(PROBE, root, payload, env=env)
-
-
-def run_script(
-    script: str, root: Path, payload: dict[str, object], *args: str, env: dict[str, str]
-) -> dict[str, object]:
-    """What `script` prints last on stderr as JSON, run with the payload and `args` after it."""
     proc = subprocess.run(
-        [sys.executable, "-c", script, json.dumps(payload), *args],
+        [sys.executable, "-c", PROBE, json.dumps(payload)],
         capture_output=True,
         text=True,
         env=hook_env(root, **env),
@@ -110,30 +105,61 @@ def test_pathlib_as_the_hook_loads_it_still_makes_uris() -> None:
     assert python_prints(probe).split("\n") == ["False file:///a%20b/c", "a%20b ::1", ""]
 
 
-COLLECTIONS = """
-import gc, io, json, sys
+ALONE = """
+import atexit, gc, io, json, os, sys
 sys.stdin = io.TextIOWrapper(io.BytesIO(sys.argv[1].encode()))
 from agentcfg.entry import main
 passes = []
-gc.callbacks.append(lambda phase, info: passes.append(info["generation"]) if phase == "start" else None)
-if sys.argv[2] == "console":
+gc.callbacks.append(lambda phase, info: passes.append(phase) if phase == "start" else None)
+def seen(how, code):
+    print(json.dumps({"code": code, "passes": len(passes), "gc": gc.isenabled(), "end": how}))
+real_exit = os._exit
+os._exit = lambda code: seen("without teardown", code) or real_exit(code)
+how = sys.argv[2]
+if how == "at exit":
+    atexit.register(lambda: print("at exit"))
+if how == "in process":
+    seen("returned", main(["hook", "stop"]))
+else:
     sys.argv[1:] = ["hook", "stop"]
     code = main()
-else:
-    code = main(["hook", "stop"])
-print(json.dumps({"code": code, "passes": len(passes), "on": gc.isenabled()}), file=sys.stderr)
+    seen("returned", code)
+    sys.exit(code)
 """
 
 
-def test_a_fire_of_its_own_process_runs_without_the_garbage_collector(ws: Path) -> None:
-    """The console script's fire turns the cyclic collector off (its process ends with the
-    fire); a fire inside a longer-lived process leaves it on, and it collects as usual."""
+@pytest.mark.parametrize(
+    ("how", "end", "after"),
+    [("alone", "without teardown", []), ("at exit", "returned", ["at exit"])],
+)
+def test_a_fire_of_its_own_process_skips_what_only_frees_memory(
+    ws: Path, how: str, end: str, after: list[str]
+) -> None:
+    """The console script's fire runs without the cyclic garbage collector, and ends its
+    process without tearing the interpreter down, unless something waits to run at exit."""
     run_cli("sessions", "claim", "demo", "--session", str(fixture_payload(1, ws)["session_id"]))
     run_cli("roadmap", "status", "demo")
-    found = {
-        how: run_script(COLLECTIONS, ws, fixture_payload(1, ws), how, env={})
-        for how in ("console", "in-process")
-    }
-    assert found["console"] == {"code": 2, "passes": 0, "on": False}
-    assert found["in-process"]["code"] == 2 and found["in-process"]["on"] is True
-    assert found["in-process"]["passes"] not in (0, None)
+    proc = alone(ws, how)
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 2 and "Next step" in proc.stderr
+    assert json.loads(lines[0]) == {"code": 2, "passes": 0, "gc": False, "end": end}
+    assert lines[1:] == after
+
+
+def test_a_fire_in_a_longer_lived_process_leaves_the_garbage_collector_on(ws: Path) -> None:
+    run_cli("sessions", "claim", "demo", "--session", str(fixture_payload(1, ws)["session_id"]))
+    run_cli("roadmap", "status", "demo")
+    found = json.loads(alone(ws, "in process").stdout.splitlines()[0])
+    assert found["code"] == 2 and found["gc"] is True and found["end"] == "returned"
+    assert found["passes"] > 0  # it collects as usual, which the first test would have seen
+
+
+def alone(root: Path, how: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", ALONE, json.dumps(fixture_payload(1, root)), how],
+        capture_output=True,
+        text=True,
+        env=hook_env(root),
+        cwd=root,
+        check=False,
+    )
