@@ -59,7 +59,7 @@ def who(env: Mapping[str, str], host_env: Sequence[str]) -> str:
 
 
 def _shown(text: str) -> str:
-    from agentcfg.core.visible import visible  # who runs a control: not on a stop fire's path
+    from agentcfg.core.visible import visible  # a stop fire's only when a person stopped the run
 
     return visible(text[: claims.SESSION_LIMIT])
 

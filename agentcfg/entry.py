@@ -36,7 +36,7 @@ def _alone(event: str, argv: list[str]) -> int:
     The cyclic garbage collector stays off, and once the answer is out the process ends
     without tearing the interpreter down, unless something waits to run at exit (a coverage
     tracer does). Both would only free what the end of the process frees: collecting and
-    freeing the thousands of objects a fire's imports make was a sixth of a warm fire.
+    freeing the thousands of objects a fire's imports make was an eighth of a warm fire.
     """
     import atexit
     import gc

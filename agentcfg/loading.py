@@ -87,7 +87,7 @@ def _restore(data: Any) -> Roadmap | None:
 
 
 def _step(fields: list[Any]) -> Step:
-    *rest, tags, detail = fields  # its last two, tags and detail, are tuples
+    *rest, tags, detail = fields  # its last two fields come back from JSON as lists
     return Step._make((*rest, tuple(tags), tuple(detail)))
 
 
