@@ -9,7 +9,7 @@ def main(argv: list[str] | None = None) -> int:
     """The console script's function; `argv` (the arguments after the program's name) is given
     when it runs inside a longer-lived process."""
     args = sys.argv[1:] if argv is None else argv
-    if args[:1] == ["hook"] and args[1:2] in (["stop"], ["session-start"]):
+    if args[:2] in (["hook", "stop"], ["hook", "session-start"]):
         return _fire(args[1], args[2:]) if argv is not None else _alone(args[1], args[2:])
     for stream in (sys.stdout, sys.stderr):  # an encoding without some character never crashes
         reconfigure = getattr(stream, "reconfigure", None)
