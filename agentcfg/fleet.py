@@ -21,7 +21,7 @@ def leave(ws: Workspace, slug: str, now: float) -> None:
     member = read_membership(ws, slug)
     if member is None:
         return
-    Store(ws.root, member.coordinate).release(slug, member.step, member.holder, now=now)
+    Store.open(ws.root, member.coordinate).release(slug, member.step, member.holder, now=now)
     forget(ws, slug)
 
 

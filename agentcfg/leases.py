@@ -20,6 +20,7 @@ from typing import Any
 
 from agentcfg.core.times import iso, parse_iso
 from agentcfg.errors import LeaseError
+from agentcfg.paths import remote_name_ok
 
 PREFIX = "refs/agentcfg/leases"
 TTL = 15 * 60.0
@@ -112,6 +113,8 @@ class Store:
     """The leases of one repository, or of the remote it names with `coordinate`."""
 
     def __init__(self, repo: Path, coordinate: str | None = None) -> None:
+        if coordinate is not None and not remote_name_ok(coordinate):
+            raise LeaseError(f"{coordinate!r} cannot name a git remote: it is never passed to git")
         self.repo = repo
         self.coordinate = coordinate
 

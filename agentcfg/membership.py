@@ -10,6 +10,7 @@ from agentcfg import state
 from agentcfg.core.records import Record
 from agentcfg.core.times import iso, parse_iso
 from agentcfg.paths import FLEET
+from agentcfg.paths import remote_name_ok as _remote_ok
 from agentcfg.workspace import Workspace
 
 TYPE_CHECKING = False
@@ -65,8 +66,10 @@ def read_membership(ws: Workspace, slug: str) -> Membership | None:
         return None
     if type(fence) is not int or not isinstance(ttl, (int, float)) or not ttl > 0:
         return None
-    if expires is None or (coordinate is not None and not isinstance(coordinate, str)):
-        return None
+    if expires is None or not (
+        coordinate is None or (isinstance(coordinate, str) and _remote_ok(coordinate))
+    ):
+        return None  # a coordinate no remote can have is never handed to git
     return Membership(slug_, holder, step, fence, float(ttl), expires, coordinate)
 
 
@@ -84,7 +87,7 @@ def renew(ws: Workspace, member: Membership, now: float) -> Membership | None:
     from agentcfg.leases import Lease, Store
 
     held = Lease(member.slug, member.step, member.holder, "", "", 0.0, member.expires, member.fence)
-    renewed = Store(ws.root, member.coordinate).renew(held, now=now, ttl=member.ttl)
+    renewed = Store.open(ws.root, member.coordinate).renew(held, now=now, ttl=member.ttl)
     if renewed is None:
         return None
     updated = member._replace(expires=renewed.expires)

@@ -55,6 +55,21 @@ def locate_root(cwd: str, env: Mapping[str, str]) -> str:
         folder = parent
 
 
+_REMOTE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/")
+
+
+def remote_name_ok(name: str) -> bool:
+    """A name git can only read as a remote's: letters, digits and `._-/`, never starting with
+    `-` (an option to git) or `.`, with no `..` and at most 100 characters. Every coordinate
+    that reaches git goes through this, whether a person typed it or a file held it."""
+    return (
+        0 < len(name) <= 100
+        and name[0] not in "-./"
+        and ".." not in name
+        and all(c in _REMOTE_CHARS for c in name)
+    )
+
+
 def session_key(session_id: str) -> str:
     """The first 32 hex digits of sha256(session id): the session's file name in state/."""
     return sha256_hex(session_id.encode("utf-8", "surrogatepass"))[:32]
