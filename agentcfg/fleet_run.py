@@ -128,8 +128,10 @@ def _carry_trust(main: Workspace, member: Workspace, slug: str, env: Mapping[str
         for step in loading.load(member, slug).steps
         if step.verify and trust.digest(step.verify) == trusted.get(step.id)
     ]
-    if steps:
-        trust.record(member, slug, steps, env, time.time())
+    if steps:  # each check as the person trusted it in the main workspace, not as it is now
+        guards = trust.trusted_guards(main, slug, env)
+        kept = {step.id: guards[step.id] for step in steps if step.id in guards}
+        trust.record(member, slug, steps, env, time.time(), guards=kept)
 
 
 def sync(plan_: Fleet, member: Workspace, n: int) -> None:
