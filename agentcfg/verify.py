@@ -15,9 +15,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentcfg import loading, state, trust
+from agentcfg import guard, loading, state, trust
 from agentcfg.core.roadmap import Roadmap, Step
-from agentcfg.errors import ClaimError, RoadmapError, StepError
+from agentcfg.errors import CheckChangedError, ClaimError, RoadmapError, StepError
 from agentcfg.paths import LOCKS
 from agentcfg.workspace import Workspace
 
@@ -204,6 +204,43 @@ def line_span(data: bytes, number: int) -> tuple[int, int]:
 Echo = Callable[[str], None]
 
 
+NOT_RECORDED = "the files it reads (trusted before agentcfg recorded them)"
+
+
+def changed_checks(
+    ws: Workspace, slug: str, steps: Sequence[Step], env: Mapping[str, str]
+) -> dict[str, tuple[str, ...]]:
+    """Step id -> the guarded files of its check that changed, were deleted or were created
+    since a person trusted it, for the steps whose check changed. A check trusted before its
+    files were recorded counts as changed: nothing says what it read then."""
+    trusted = trust.trusted_guards(ws, slug, env)
+    tree = guard.Tree(ws.root)
+    found: dict[str, tuple[str, ...]] = {}
+    for step in steps:
+        if not step.verify:
+            continue
+        taken = trusted.get(step.id)
+        files = (NOT_RECORDED,) if taken is None else tree.changed(taken)
+        if files:
+            found[step.id] = files
+    return found
+
+
+def refuse_changed(
+    ws: Workspace, slug: str, roadmap: Roadmap, step: Step, env: Mapping[str, str]
+) -> None:
+    """CheckChangedError when the step's check changed since trust; the refusal is logged and
+    remembered for the stop hook, which halts the run at the next turn end."""
+    files = changed_checks(ws, slug, [step], env).get(step.id)
+    if not files:
+        guard.forget_refusal(ws, slug, step.id)
+        return
+    now = time.time()
+    guard.remember_refusal(ws, slug, step, files, now)
+    log(ws, "check-changed", slug, roadmap, env, now, step=step.id, files=list(files))
+    raise CheckChangedError(slug, step.name, files)
+
+
 def prove(
     ws: Workspace,
     slug: str,
@@ -212,11 +249,12 @@ def prove(
     env: Mapping[str, str],
     echo: Echo | None = None,
 ) -> VerifyResult:
-    """Run one step's verify line; record the `verified` event and, when it passes, the proof
-    and the step's receipt."""
+    """Run one step's verify line after its check is found as trusted; record the `verified`
+    event and, when it passes, the proof and the step's receipt."""
     from agentcfg import proofs
     from agentcfg.config import load_config
 
+    refuse_changed(ws, slug, roadmap, step, env)
     result = run(step, ws.root, load_config(ws, env).verify_timeout, echo)
     receipt(ws, slug, roadmap, step, env, result)
     if result.passed:
@@ -359,6 +397,7 @@ class TrustPlan:
     roadmap: Roadmap
     steps: list[Step]  # the steps with a verify line
     changes: list[str]  # the contract changes since the runs on this roadmap began
+    checks: dict[str, tuple[str, ...]]  # step id -> its check's files changed since trust
 
 
 def plan_trust(ws: Workspace, slug: str, env: Mapping[str, str], now: float) -> TrustPlan:
@@ -387,7 +426,10 @@ def plan_trust(ws: Workspace, slug: str, env: Mapping[str, str], now: float) -> 
             continue
         for change in judge(found, roadmap, receipts, now).changes:
             changes[change.describe()] = None
-    return TrustPlan(slug, roadmap, [s for s in roadmap.steps if s.verify], list(changes))
+    steps = [s for s in roadmap.steps if s.verify]
+    trusted = trust.trusted_lines(ws, slug, env)
+    checks = changed_checks(ws, slug, [s for s in steps if s.id in trusted], env)
+    return TrustPlan(slug, roadmap, steps, list(changes), checks)
 
 
 def trust_notify(ws: Workspace, env: Mapping[str, str], now: float) -> tuple[str, ...]:
@@ -411,10 +453,12 @@ def trust_roadmap(
     from agentcfg import claims, contract
 
     store = trust.record(ws, plan.slug, plan.steps, env, now)
+    guard.forget_refusals(ws, plan.slug)
     live = {c.key for c in claims.all_claims(ws) if c.slug == plan.slug}
     runs = contract.rebaseline(ws, plan.slug, plan.roadmap, live, now)
     log(
         ws, "trusted", plan.slug, plan.roadmap, env, now,
         steps=[step.id for step in plan.steps], accepted=plan.changes, runs=runs,
+        checks={step: list(files) for step, files in plan.checks.items()},
     )  # fmt: skip
     return store, runs

@@ -297,6 +297,7 @@ def trust_command(slug: str, yes: bool, as_json: bool) -> None:
             "slug": plan.slug, "store": str(store),
             "trusted": [{"step": s.name, "command": s.verify} for s in plan.steps],
             "notify": list(notify) or None, "accepted": plan.changes, "runs": runs,
+            "checks": {step: list(files) for step, files in plan.checks.items()},
         })  # fmt: skip
         return
     if notify:
@@ -317,3 +318,7 @@ def _show_plan(plan: verify.TrustPlan) -> None:
         say("changes to the contract since its runs began (accepting them makes them yours):")
         for change in plan.changes:
             say(f"  {change}")
+    if plan.checks:
+        say("files the checks read, changed since they were trusted (trusting makes them yours):")
+        for name, files in plan.checks.items():
+            say(f"  {name}: {', '.join(files)}")
