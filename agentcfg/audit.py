@@ -7,6 +7,8 @@ With `rerun`, the trusted verify lines of the proven steps run again on the tree
 
 from __future__ import annotations
 
+import dataclasses
+import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +16,7 @@ from typing import Any
 from agentcfg import contract, loading, state, trust, verify
 from agentcfg.config import load_config
 from agentcfg.core.contract import command_hash, text_hash
+from agentcfg.core.evidence import WORDS
 from agentcfg.core.roadmap import Step
 from agentcfg.verify import VerifyResult
 from agentcfg.workspace import Workspace
@@ -28,6 +31,15 @@ class Row:
     contracted: bool
     receipt: dict[str, Any] | None  # the newest receipt that proves it (or once did)
     rerun: VerifyResult | None = None
+    elsewhere: bool = False  # stale: its receipt was taken on a commit outside this history
+
+    @property
+    def evidence(self) -> str | None:
+        """What the proving receipt shows about the work (core/evidence.py); None unless proven."""
+        if self.status != "proven":
+            return None
+        found = (self.receipt or {}).get("evidence")
+        return found if found in WORDS else "unknown"
 
     @property
     def ok(self) -> bool:
@@ -61,6 +73,7 @@ def audit(ws: Workspace, slug: str, env: Mapping[str, str], rerun: bool = False)
             contracted.update(t.text for t in found.terms)
     rows = [_row(step, receipts, not records or text_hash(step.text) in contracted)
             for step in roadmap.steps]  # fmt: skip
+    rows = _in_history(ws, rows)
     if rerun:
         again = [r.step for r in rows if r.status == "proven" and r.step.verify]
         trust.require(ws, slug, again, env)
@@ -93,12 +106,42 @@ def _row(step: Step, receipts: list[dict[str, Any]], contracted: bool) -> Row:
     return Row(step, "unproven", contracted, None)
 
 
+def _in_history(ws: Workspace, rows: list[Row]) -> list[Row]:
+    """A receipt counts for the line of history it was taken on: one whose commit is not an
+    ancestor of the tree being audited (another branch, a rewritten history) is stale here."""
+    heads = {
+        r.receipt["head"] for r in rows
+        if r.status == "proven" and r.receipt and isinstance(r.receipt.get("head"), str)
+    }  # fmt: skip
+    if not heads or verify.git_facts(ws.root)["head"] is None:
+        return rows
+    outside = {head for head in heads if not _ancestor(ws, head)}
+    return [
+        dataclasses.replace(r, status="stale", elsewhere=True)
+        if r.status == "proven" and r.receipt and r.receipt.get("head") in outside
+        else r
+        for r in rows
+    ]
+
+
+def _ancestor(ws: Workspace, head: str) -> bool:
+    try:
+        found = subprocess.run(
+            ["git", "merge-base", "--is-ancestor", head, "HEAD"], cwd=ws.root,
+            capture_output=True, timeout=verify.GIT_TIMEOUT, stdin=subprocess.DEVNULL, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return True  # git cannot tell: the receipt is not held against the history
+    return found.returncode == 0
+
+
 def to_json(found: Audit) -> dict[str, Any]:
     return {
         "slug": found.slug,
         "ok": found.ok,
         "contracts": found.contracts,
         "counts": {s: sum(r.status == s for r in found.rows) for s in STATUSES},
+        "evidence": {w: sum(r.evidence == w for r in found.rows) for w in WORDS},
         "steps": [
             {
                 "step": r.step.id,
@@ -106,6 +149,7 @@ def to_json(found: Audit) -> dict[str, Any]:
                 "mark": r.step.mark,
                 "status": r.status,
                 "contracted": r.contracted,
+                "evidence": r.evidence,
                 "receipt": r.receipt,
                 "rerun": None
                 if r.rerun is None

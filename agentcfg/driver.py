@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from agentcfg import claims, controls, loading, state
 from agentcfg.core import report as reports
 from agentcfg.core import unattended as plan
+from agentcfg.core.evidence import summary
 from agentcfg.core.ladder import MAX_ITERATIONS
 from agentcfg.core.roadmap import Roadmap, scan
 from agentcfg.core.texts import continuation, plural
@@ -284,6 +285,10 @@ class _Driver:
         except AgentcfgError:
             closed = 0
         self.say(plan.ending_text(ending, action.exit_code, slug, closed, row, progress))
+        for change in _changes(self.ws, self.current, ending):
+            self.say(f"  changed: {change}")
+        if ending == "complete":
+            self.say(f"  evidence: {_evidence(self.ws, slug, self.env)}")
         return Result(
             ending, action.exit_code, slug, self.host.NAME, self.current.session, progress,
             closed, row,
@@ -584,6 +589,30 @@ def _record(
     ws: Workspace, name: str, current: _Session, slug: str, clock: Clock, **fields: Any
 ) -> None:
     state.append_ledger(ws.state, state.event(name, clock.now(), current.key, slug, **fields))
+
+
+def _changes(ws: Workspace, current: _Session, ending: str) -> list[str]:
+    """What the hook found changed, for an ending that halted on a changed contract or check."""
+    if ending not in ("halt-contract-changed", "halt-check-changed") or current.key is None:
+        return []
+    told: list[str] = []
+    for line in state.ledger_lines(ws.state):
+        event = _load(line)
+        changes = event.get("changes")
+        if event.get("run") == current.key and event.get("event") == ending:
+            told = [str(c) for c in changes] if isinstance(changes, list) else []
+    return told
+
+
+def _evidence(ws: Workspace, slug: str, env: Mapping[str, str]) -> str:
+    """What the proofs of a complete run show: `3 steps, 2 red-green, 1 vacuous (1.2)`."""
+    from agentcfg import audit
+
+    try:
+        rows = audit.audit(ws, slug, env).rows
+    except AgentcfgError as exc:
+        return f"unknown ({exc})"
+    return summary([(r.step.name, r.evidence) for r in rows if r.evidence is not None])
 
 
 def _row(ws: Workspace, current: _Session) -> dict[str, Any] | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import hashlib
 import os
 import re
@@ -15,7 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentcfg import guard, loading, state, trust
+from agentcfg import evidence, guard, loading, state, trust
+from agentcfg.core.evidence import EXPLAINED
 from agentcfg.core.roadmap import Roadmap, Step
 from agentcfg.errors import CheckChangedError, ClaimError, RoadmapError, StepError
 from agentcfg.paths import LOCKS
@@ -40,6 +42,7 @@ class VerifyResult:
     duration: float
     tail: tuple[str, ...]
     output: str = ""  # sha256 of everything it printed
+    evidence: str = ""  # what its pass shows about the work (core/evidence.py); "" on a fail
 
     @property
     def passed(self) -> bool:
@@ -241,6 +244,12 @@ def refuse_changed(
     raise CheckChangedError(slug, step.name, files)
 
 
+def _enough(ws: Workspace, slug: str, env: Mapping[str, str], found: str) -> bool:
+    """Whether evidence of this word may close a step: contract.require, if set, asks one."""
+    required = guard.settings(ws, slug, env)[1]
+    return not required or found == required
+
+
 def prove(
     ws: Workspace,
     slug: str,
@@ -256,8 +265,11 @@ def prove(
 
     refuse_changed(ws, slug, roadmap, step, env)
     result = run(step, ws.root, load_config(ws, env).verify_timeout, echo)
-    receipt(ws, slug, roadmap, step, env, result)
     if result.passed:
+        result = dataclasses.replace(result, evidence=evidence.grade(ws, slug, step, env))
+    counts = result.passed and _enough(ws, slug, env, result.evidence)
+    receipt(ws, slug, roadmap, step, env, result, counts)
+    if counts:
         proofs.record(ws, slug, step.id, result.command, time.time())
     return result
 
@@ -269,9 +281,11 @@ def receipt(
     step: Step,
     env: Mapping[str, str],
     result: VerifyResult | None,
+    counts: bool = True,
 ) -> None:
     """The `verified` event of a verify run (`result`), or of a step with no verify line to
-    run; a passing one is also the step's receipt, which closes it in the run's contract."""
+    run; a passing one that `counts` (its evidence is what contract.require asks) is also the
+    step's receipt, which closes it in the run's contract."""
     from agentcfg import contract
     from agentcfg.core.contract import command_hash, text_hash
     from agentcfg.core.times import iso_ms
@@ -284,11 +298,13 @@ def receipt(
         "exit_code": result.exit_code if result else None,
         "duration": round(result.duration, 3) if result else 0.0,
         "output": result.output if result else None,
+        "evidence": result.evidence if result and result.passed else None,
         **git_facts(ws.root),
     }
     passed = result is None or result.passed
-    log(ws, "verified", slug, roadmap, env, moment, **fields, passed=passed)
-    if passed:
+    refused = {} if counts or not passed else {"refused": "contract.require"}
+    log(ws, "verified", slug, roadmap, env, moment, **fields, passed=passed, **refused)
+    if passed and counts:
         contract.add_receipt(ws, slug, {**fields, "at": iso_ms(moment)})
 
 
@@ -339,6 +355,43 @@ def verify_steps(
     return [prove(ws, slug, roadmap, step, env, echo(step)) for step in chosen]
 
 
+def take_baseline(
+    ws: Workspace,
+    slug: str,
+    env: Mapping[str, str],
+    every: bool = False,
+    echo: Callable[[Step, VerifyResult], None] = lambda step, result: None,
+) -> list[VerifyResult]:
+    """Run the verify line of each open step the baseline lacks (of `every` open step with one)
+    once, before the work: no receipt, no box; each result goes to `echo` as it ends."""
+    slug = ws.canonical(slug)
+    roadmap = loading.load(ws, slug)
+    opened = [s for s in roadmap.steps if s.is_open and s.verify]
+    chosen = opened if every else evidence.missing(ws, slug, opened)
+    trust.require(ws, slug, chosen, env)
+    timeout = _timeout(ws, env)
+    results = []
+    for step in chosen:
+        result = run(step, ws.root, timeout)
+        echo(step, result)
+        results.append(result)
+    if results:
+        ran = {r.step: (r.command, r.exit_code) for r in results}
+        evidence.record(ws, slug, ran, git_facts(ws.root), time.time())
+        log(
+            ws, "baseline", slug, roadmap, env, time.time(),
+            steps={r.step: r.exit_code for r in results},
+            seconds=round(sum(r.duration for r in results), 3),
+        )  # fmt: skip
+    return results
+
+
+def _timeout(ws: Workspace, env: Mapping[str, str]) -> float:
+    from agentcfg.config import load_config
+
+    return load_config(ws, env).verify_timeout
+
+
 @dataclass(frozen=True)
 class Done:
     """What `roadmap done` did: the step, its verify run, whether the box was ticked, and
@@ -375,6 +428,12 @@ def done(
         result = prove(ws, slug, roadmap, step, env)
         if not result.passed:
             return Done(step, result, marked=False, already=already)
+        if not _enough(ws, slug, env, result.evidence):
+            raise StepError(
+                f"the check of step {step.name} passed, but its evidence is {result.evidence} "
+                f"({EXPLAINED[result.evidence]}) and contract.require asks red-green; "
+                f"the box stays open"
+            )
     elif not step.verify:
         if not no_verify:
             require_verify(step, "pass --no-verify to mark it anyway")

@@ -12,6 +12,7 @@ import click
 
 from agentcfg import audit, fleet, loading, verify
 from agentcfg.commands import bar, emit_json, json_option, now, say, workspace
+from agentcfg.core.evidence import baseline_line, baseline_total, summary
 from agentcfg.core.lint import lint
 from agentcfg.core.roadmap import Step
 from agentcfg.core.texts import plural
@@ -140,7 +141,8 @@ def _verify_line(result: VerifyResult) -> str:
     if result.exit_code is None:
         return f"FAIL {result.step} (timed out after {result.duration:.1f}s)"
     word = "PASS" if result.passed else "FAIL"
-    return f"{word} {result.step} (exit {result.exit_code}, {result.duration:.1f}s)"
+    shown = f"{word} {result.step} (exit {result.exit_code}, {result.duration:.1f}s)"
+    return shown + (f", evidence: {result.evidence}" if result.evidence else "")
 
 
 def _verify_json(result: VerifyResult) -> dict[str, Any]:
@@ -151,7 +153,12 @@ def _verify_json(result: VerifyResult) -> dict[str, Any]:
         "passed": result.passed,
         "timed_out": result.exit_code is None,
         "duration": round(result.duration, 3),
+        "evidence": result.evidence or None,
     }
+
+
+def _baseline_line(step: Step, result: VerifyResult) -> None:
+    say(baseline_line(step.name, result.exit_code, result.duration))
 
 
 def _streamed(step: Step) -> verify.Echo:
@@ -162,11 +169,28 @@ def _streamed(step: Step) -> verify.Echo:
 @roadmap.command("verify")
 @click.argument("slug")
 @click.argument("steps", nargs=-1)
+@click.option(
+    "--baseline",
+    is_flag=True,
+    help="Run every open step's verify line once before the work, to grade its evidence.",
+)
 @json_option
-def verify_command(slug: str, steps: tuple[str, ...], as_json: bool) -> None:
+def verify_command(slug: str, steps: tuple[str, ...], baseline: bool, as_json: bool) -> None:
     """Run verify lines: of the steps named, or of every open step that has one."""
     ws = workspace()
     slug = ws.canonical(slug)
+    if baseline:
+        if steps:
+            raise click.UsageError("--baseline runs every open step's verify line: name none")
+        taken = verify.take_baseline(
+            ws, slug, os.environ, every=True,
+            echo=(lambda step, result: None) if as_json else _baseline_line,
+        )  # fmt: skip
+        if as_json:
+            emit_json([_verify_json(r) for r in taken])
+        else:
+            say(baseline_total(slug, [(r.exit_code, r.duration) for r in taken]))
+        return
     echo = (lambda step: None) if as_json else _streamed
     results = verify.verify_steps(ws, slug, steps, os.environ, echo)
     if as_json:
@@ -243,6 +267,9 @@ def _show_audit(found: audit.Audit) -> None:
         else (f"{plural(sum(r.contracted for r in found.rows), 'contracted step')}")
     )
     say(f"audit of roadmap `{found.slug}`: {counts} ({scope})")
+    graded = [(r.step.name, r.evidence) for r in found.rows if r.evidence is not None]
+    if graded:
+        say(f"evidence of the proven steps: {summary(graded)}")
     width = max((len(r.step.name) for r in found.rows), default=0)
     for row in found.rows:
         say(f"  {row.step.name:<{width}}  {row.status:<9} {_audit_note(row)}".rstrip())
@@ -254,8 +281,12 @@ def _audit_note(row: audit.Row) -> str:
     notes = []
     if row.status == "unproven":
         notes.append("ticked without a receipt")
+    elif row.elsewhere:
+        notes.append("its receipt was taken on a commit outside this branch's history")
     elif row.status == "stale":
         notes.append("its receipt is for a verify line it no longer has")
+    if row.evidence is not None:
+        notes.append(f"evidence: {row.evidence}")
     if receipt:
         head = receipt.get("head")
         where = f"HEAD {head[:12]}" if isinstance(head, str) else "no git HEAD"

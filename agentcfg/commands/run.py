@@ -9,9 +9,10 @@ from pathlib import Path
 
 import click
 
-from agentcfg import driver, fleet_run
+from agentcfg import driver, fleet_run, verify
 from agentcfg.commands import clock, count, duration, emit_json, json_option, say, workspace
 from agentcfg.core import unattended
+from agentcfg.core.evidence import baseline_line, baseline_total
 from agentcfg.errors import AgentcfgError
 from agentcfg.leases import TTL
 
@@ -49,6 +50,11 @@ def _passed_on(
 )
 @click.option("--force", is_flag=True, help="Take the roadmap over from another live session.")
 @click.option(
+    "--no-baseline",
+    is_flag=True,
+    help="Do not run the open steps' verify lines before the host starts (evidence: unknown).",
+)
+@click.option(
     "--agents",
     type=click.IntRange(min=1, max=64),
     help="Run a fleet of this many agents, each in a git worktree of its own.",
@@ -79,6 +85,7 @@ def run(
     max_wait: float | None,
     fresh_per_step: bool,
     force: bool,
+    no_baseline: bool,
     agents: int | None,
     into: str | None,
     coordinate: str | None,
@@ -132,6 +139,14 @@ def run(
                 lambda tree: driver.drive(tree, request, ready, os.environ, clock(), shown),
             )
         )  # fmt: skip
+    if not no_baseline:  # each open step's check once before the work: its evidence's grade
+        taken = verify.take_baseline(
+            ws, slug, os.environ,
+            echo=lambda step, r: say(baseline_line(step.name, r.exit_code, r.duration), err=as_json),
+        )  # fmt: skip
+        if taken:
+            ran = [(r.exit_code, r.duration) for r in taken]
+            say(baseline_total(ws.canonical(slug), ran), err=as_json)
     result = driver.drive(
         ws, request, ready, os.environ, clock(), lambda line: say(line, err=as_json)
     )

@@ -6,6 +6,7 @@ the run `halt-check-changed`, and the person's way back is `roadmap trust`."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -183,3 +184,99 @@ def test_what_the_agent_and_the_person_read(project: Path, snapshot: SnapshotAss
     trusted = run_hostile(project, ["roadmap", "trust", "slugs"], 0, env=env_of(project)).stdout
     shown = trusted.replace(sys.executable, "python3").replace(str(project.parent), "/tmp")
     assert {"refusal": refusal, "halt": halt, "trust": shown} == snapshot
+
+
+# -- evidence: what each proof shows about the work -----------------------------------------
+
+VACUOUS = ROADMAP.replace("<!-- verify: true -->", f"<!-- verify: {CHECK} -->")
+
+
+def audit_json(root: Path) -> dict[str, object]:
+    out = run_hostile(root, ["roadmap", "audit", "slugs", "--json"], (0, 1), env=env_of(root))
+    return dict(json.loads(out.stdout))
+
+
+def evidence_of(root: Path) -> dict[str, object]:
+    rows = audit_json(root)["steps"]
+    assert isinstance(rows, list)
+    return {row["step"]: row["evidence"] for row in rows}
+
+
+def baseline(root: Path) -> str:
+    args = ["roadmap", "verify", "slugs", "--baseline"]
+    return run_hostile(root, args, 0, env=env_of(root), seconds=30).stdout
+
+
+def test_a_check_that_failed_before_the_work_is_red_green_one_that_passed_is_vacuous(
+    project: Path,
+) -> None:
+    (project / "roadmaps" / "slugs.md").write_text(VACUOUS)  # 1.2 runs the test 1.1 makes pass
+    run_hostile(project, ["roadmap", "trust", "slugs"], 0, env=env_of(project))
+    shown = baseline(project)
+    assert "baseline 1.1: fails" in shown and "2 checks" in shown
+    (project / "slug.py").write_text(WORK)
+    assert (
+        "evidence: red-green"
+        in run_hostile(
+            project, ["roadmap", "done", "slugs", "1.1"], 0, env=agent_env(project), seconds=30
+        ).stdout
+    )
+    done_12 = ["roadmap", "done", "slugs", "1.2"]
+    run_hostile(project, done_12, 0, env=agent_env(project), seconds=30)
+    # 1.2's check failed at the baseline too: red-green; a baseline after 1.1 makes it vacuous
+    assert evidence_of(project) == {"1.1": "red-green", "1.2": "red-green"}
+
+
+def test_a_step_whose_check_passed_before_any_work_is_vacuous_and_named(project: Path) -> None:
+    (project / "slug.py").write_text(WORK)  # the work was there before the run
+    baseline(project)
+    done(project, 0)
+    assert evidence_of(project) == {"1.1": "vacuous", "1.2": None}
+    assert (
+        "1 vacuous (1.1)"
+        in run_hostile(project, ["roadmap", "audit", "slugs"], (0, 1), env=env_of(project)).stdout
+    )
+
+
+def test_without_a_baseline_the_evidence_is_unknown(project: Path) -> None:
+    (project / "slug.py").write_text(WORK)
+    done(project, 0)
+    assert evidence_of(project)["1.1"] == "unknown"
+
+
+def test_a_check_that_runs_a_file_the_agent_wrote_is_an_agent_check(ws: Path) -> None:
+    (ws / "roadmaps" / "own.md").write_text(
+        ROADMAP.replace("tests/test_slug.py", "tests/test_own.py").replace("# Slugs", "# Own")
+    )
+    (ws / "tests").mkdir()
+    run_hostile(ws, ["roadmap", "trust", "own"], 0, env=env_of(ws))
+    (ws / "tests" / "test_own.py").write_text("def test_own():\n    assert True\n")
+    out = run_hostile(ws, ["roadmap", "done", "own", "1.1"], 0, env=env_of(ws), seconds=30)
+    assert "evidence: agent-check" in out.stdout
+
+
+def test_contract_require_red_green_refuses_weaker_evidence(project: Path) -> None:
+    (project / "agentcfg.yaml").write_text("contract:\n  require: red-green\n")
+    (project / "slug.py").write_text(WORK)
+    baseline(project)
+    error = done(project, 1)
+    assert "its evidence is vacuous" in error and "contract.require asks red-green" in error
+    assert box(project) == "[ ]"
+    assert evidence_of(project)["1.1"] is None  # no receipt: nothing proven
+
+
+def test_a_receipt_from_another_branch_is_stale_here(project: Path) -> None:
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=project, check=True, capture_output=True)
+
+    git("init", "-q", "-b", "main")
+    git("-c", "user.name=p", "-c", "user.email=p@x", "commit", "-q", "--allow-empty", "-m", "a")
+    git("checkout", "-q", "-b", "side")
+    git("-c", "user.name=p", "-c", "user.email=p@x", "commit", "-q", "--allow-empty", "-m", "b")
+    (project / "slug.py").write_text(WORK)
+    done(project, 0)
+    assert audit_json(project)["counts"] == {"proven": 1, "unproven": 0, "stale": 0, "open": 1}
+    git("checkout", "-q", "main")
+    found = audit_json(project)
+    assert found["counts"] == {"proven": 0, "unproven": 0, "stale": 1, "open": 1}
+    assert found["ok"] is False
