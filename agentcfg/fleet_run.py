@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentcfg import driver, fleet, loading, state, trust
+from agentcfg import driver, evidence, fleet, loading, state, trust
 from agentcfg.config import load_config
 from agentcfg.core.roadmap import scan
 from agentcfg.core.unattended import EXIT_CODES
@@ -132,6 +132,11 @@ def _carry_trust(main: Workspace, member: Workspace, slug: str, env: Mapping[str
         guards = trust.trusted_guards(main, slug, env)
         kept = {step.id: guards[step.id] for step in steps if step.id in guards}
         trust.record(member, slug, steps, env, time.time(), guards=kept)
+    taken = evidence.read_baseline(main, slug)  # the baseline the members' evidence is graded by
+    if taken:
+        path = evidence.baseline_path(member, slug)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        state.write_json(path, {"steps": taken}, compact=True)
 
 
 def sync(plan_: Fleet, member: Workspace, n: int) -> None:
@@ -355,10 +360,13 @@ def run_fleet(
     ws: Workspace, slug: str, host: str, agents: int, into: str | None,
     coordinate: str | None, ttl: float, passed: Sequence[str],
     say: Callable[[str], None] = print, env: Mapping[str, str] = os.environ,
+    baseline: Callable[[], None] = lambda: None,
 ) -> int:  # fmt: skip
     """`run --agents N`: the members' worktrees, one member process each, until every one has
-    ended; the worktrees are removed at the end (a reopened step's branch is kept)."""
+    ended; the worktrees are removed at the end (a reopened step's branch is kept). The
+    `baseline` is taken once the fleet can start, before the members get their copies of it."""
     the_fleet = plan(ws.root, slug, host, into, coordinate, ttl)
+    baseline()
     members = prepare_members(the_fleet, agents, env)
     try:
         _log(ws, "fleet-start", the_fleet.slug, agents=agents, into=the_fleet.into,

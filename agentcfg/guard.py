@@ -48,7 +48,7 @@ class Tree:
                     files[rel] = self._whole(rel, inner)
             elif full.is_file():
                 files[path] = self._whole(path, full)
-            elif model.looks_like_path(path):
+            elif model.runs(command, path):
                 absent.append(path)
         return Guard(patterns, files, tuple(absent))
 

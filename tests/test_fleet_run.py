@@ -15,7 +15,7 @@ from agentcfg import fleet, fleet_run, loading, trust
 from agentcfg.errors import AgentcfgError
 from agentcfg.fleet_run import Fleet, member_loop, plan, prepare_members
 from agentcfg.leases import Lease, Store
-from agentcfg.verify import done
+from agentcfg.verify import done, take_baseline
 from agentcfg.workspace import Workspace
 from tests.test_leases import git
 
@@ -276,3 +276,17 @@ def test_two_machines_share_leases_and_the_branch_through_a_remote(
     }  # both machines worked, on different steps
     leases = git(tmp_path, "ls-remote", str(remote), "refs/agentcfg/leases/*")
     assert leases.count("refs/agentcfg/leases/demo/") == STEPS
+
+
+def test_members_close_steps_with_the_evidence_of_the_fleets_baseline(
+    repo: tuple[Path, dict[str, str]],
+) -> None:
+    root, env = repo
+    taken = take_baseline(Workspace(root), "demo", env)
+    assert [r.exit_code for r in taken] == [1] * STEPS  # no step's file is there yet
+    the_fleet = plan(root, "demo", "claude", None, None, 60.0)
+    members = prepare_members(the_fleet, 2, env)
+    assert run_fleet(the_fleet, members, agent(env, []), env) == [0, 0]
+    graded = [e.get("evidence") for e in ledger(members[0]) + ledger(members[1])
+              if e["event"] == "verified"]  # fmt: skip
+    assert graded and set(graded) == {"red-green"}

@@ -124,12 +124,24 @@ def run(
     request = driver.Request(slug, host, policy, extra, force or member is not None, fresh_per_step)
     ready = driver.prepare(ws, request, os.environ, Path.home())
     signal.signal(signal.SIGTERM, driver.on_sigterm)
+
+    def baseline() -> None:  # each open step's check once before the work, unless told not to
+        if no_baseline:
+            return
+        taken = verify.take_baseline(ws, slug, os.environ, echo=lambda step, result: say(
+            baseline_line(step.name, result.exit_code, result.duration), err=as_json
+        ))  # fmt: skip
+        if taken:
+            ran = [(r.exit_code, r.duration) for r in taken]
+            say(baseline_total(ws.canonical(slug), ran), err=as_json)
+
     if agents is not None:
         options = _passed_on(until, window, max_restarts, max_wait)
         options += ["--fresh-per-step"] if fresh_per_step else []
         code = fleet_run.run_fleet(
-            ws, slug, host, agents, into, coordinate, lease_ttl or TTL, [*options, "--", *extra]
-        )
+            ws, slug, host, agents, into, coordinate, lease_ttl or TTL,
+            [*options, "--", *extra], baseline=baseline,
+        )  # fmt: skip
         raise SystemExit(code)
     if member is not None and fleet_root is not None:
         shown = lambda line: say(f"[{member}] {line}", err=as_json)  # noqa: E731
@@ -139,14 +151,7 @@ def run(
                 lambda tree: driver.drive(tree, request, ready, os.environ, clock(), shown),
             )
         )  # fmt: skip
-    if not no_baseline:  # each open step's check once before the work: its evidence's grade
-        taken = verify.take_baseline(
-            ws, slug, os.environ,
-            echo=lambda step, r: say(baseline_line(step.name, r.exit_code, r.duration), err=as_json),
-        )  # fmt: skip
-        if taken:
-            ran = [(r.exit_code, r.duration) for r in taken]
-            say(baseline_total(ws.canonical(slug), ran), err=as_json)
+    baseline()
     result = driver.drive(
         ws, request, ready, os.environ, clock(), lambda line: say(line, err=as_json)
     )

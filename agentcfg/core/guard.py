@@ -95,11 +95,20 @@ def named_paths(command: str) -> tuple[str, ...]:
     return tuple(found)
 
 
-def looks_like_path(word: str) -> bool:
-    """A word a person would read as a file of the workspace: it has a folder or an extension
-    (`tests/test_slug.py`, `check.sh`), not a bare program name (`pytest`)."""
-    name = word.rsplit("/", 1)[-1]
-    return "/" in word or ("." in name.strip(".") and not name.replace(".", "").isdigit())
+# what a check runs, rather than reads or looks for: code, by its file's extension
+CODE = frozenset({
+    "py", "sh", "bash", "zsh", "js", "mjs", "cjs", "ts", "mts", "cts", "jsx", "tsx", "rb", "pl",
+    "php", "lua", "go", "rs", "java", "kt", "swift", "mk", "bats",
+})  # fmt: skip
+
+
+def runs(command: str, path: str) -> bool:
+    """Whether the check runs this named path as code (`tests/test_new.py`, `./check.sh`), not
+    just looks at it (`test -f out.txt`): the agent writing it writes the check."""
+    name = path.rsplit("/", 1)[-1]
+    suffix = name.rsplit(".", 1)[-1] if "." in name.strip(".") else ""
+    first = words(command)[:1]
+    return suffix in CODE or first == [path] or first == [f"./{path}"]
 
 
 def matches(pattern: str, path: str) -> bool:
@@ -155,7 +164,7 @@ def _section(text: str, wanted: object) -> bytes | None:
 class Guard:
     """What a person trusted along with a verify line: the patterns whose matches count (a new
     match is a change), the named files and their digests, and the named paths that did not
-    exist then (a check that runs them runs what the agent wrote)."""
+    exist then and that it runs as code (a check that runs them runs what the agent wrote)."""
 
     patterns: Mapping[str, str]  # pattern -> part
     files: Mapping[str, str]  # path -> sha256 of its part that counts

@@ -39,6 +39,20 @@ def test_named_paths_are_relative_and_inside_the_workspace() -> None:
     assert named_paths(command) == ("pytest", "tests/test_a.py", "b.py", "x")
 
 
+@pytest.mark.parametrize(
+    ("command", "path", "ran"),
+    [
+        ("python3 -m pytest tests/test_new.py", "tests/test_new.py", True),
+        ("./check.sh", "check.sh", True),
+        ("bin/check --all", "bin/check", True),
+        ("test -f out.txt", "out.txt", False),
+        ("grep -q done notes.md", "notes.md", False),
+    ],
+)
+def test_a_named_path_counts_as_run_when_it_is_code(command: str, path: str, ran: bool) -> None:
+    assert model.runs(command, path) is ran
+
+
 def test_a_pyproject_counts_by_its_pytest_tables_only() -> None:
     base = b'[project]\nname = "x"\n'
     table = b"[tool.pytest.ini_options]\naddopts = '-p helpers'\n"
