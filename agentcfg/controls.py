@@ -53,7 +53,8 @@ class ResumeResult(Record):
 
 def who(env: Mapping[str, str], host_env: Sequence[str]) -> str:
     """The session id of whoever runs a control, or "terminal" for a person at a shell; shown
-    with its control characters made visible, never obeyed."""
+    with its control characters (a newline too) made visible, never obeyed: the control is
+    never refused for it, and what is recorded stays on one line."""
     found = claims.find_session(None, env, host_env)
     return TERMINAL if found is None else _shown(found)
 
@@ -61,7 +62,7 @@ def who(env: Mapping[str, str], host_env: Sequence[str]) -> str:
 def _shown(text: str) -> str:
     from agentcfg.core.visible import visible  # a stop fire's only when a person stopped the run
 
-    return visible(text[: claims.SESSION_LIMIT])
+    return visible(text[: claims.SESSION_LIMIT]).replace("\n", "\\u000a")
 
 
 def canonical(ws: Workspace, slug: str) -> str:

@@ -115,3 +115,18 @@ def test_a_file_in_place_of_the_stops_folder_is_a_clear_error(claimed: Path) -> 
         assert len(failed.stderr.splitlines()) == 1, failed.stderr
     assert SESSION  # the claim stands; the fire below still reads it
     fire_hostile(claimed, payload(claimed))
+
+
+def test_a_session_id_with_a_newline_or_escape_is_recorded_escaped(claimed: Path) -> None:
+    """Who stopped a run is kept on one line, whatever the session variable holds: a newline
+    in it would forge a second line of the ledger's readers and of the person's terminal."""
+    env = env_of(claimed, CLAUDE_CODE_SESSION_ID="p\nforged: line\x1b[31m")
+    shown = run_hostile(claimed, ["stop", "demo"], 0, env=env)
+    assert shown.stdout.splitlines()[0] == (
+        "stopped roadmap `demo` (by p\\u000aforged: line\\u001b[31m)"
+    )
+    by = json.loads(stop_marker(claimed).read_text())["by"]
+    assert by == "p\\u000aforged: line\\u001b[31m"
+    lines = (claimed / "state" / "run-continuation.jsonl").read_text().splitlines()
+    requested = [json.loads(line) for line in lines if '"stop-requested"' in line]
+    assert [e["by"] for e in requested] == [by]
