@@ -6,6 +6,7 @@ usage-limit reset or the window) until the run ends. The decisions are core.unat
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import shutil
 import signal
@@ -255,7 +256,7 @@ class _Driver:
                 code=ran.code,
                 ending=ending,
                 reset_at=(
-                    self.runner.limit_reset(output, clock.now(), self.current.session)
+                    _reset(self.runner, output, clock.now(), self.current.session, ran.code)
                     if ending is None
                     else None
                 ),
@@ -430,6 +431,14 @@ def _run(
         os.killpg(proc.pid, signal.SIGKILL)
     code = proc.returncode
     return _Ran(code if code >= 0 else None, streams[0].text(), streams[1].text(), events, moved_on)
+
+
+def _reset(
+    runner: Runner, output: str, now: float, session: str | None, code: int | None
+) -> float | None:
+    """The runner's `limit_reset`, a reset no clock holds (not finite) read as none told."""
+    found = runner.limit_reset(output, now, session, code)
+    return found if found is None or math.isfinite(found) else now
 
 
 def _moved_on(events: list[dict[str, Any]], current: _Session) -> bool:

@@ -42,8 +42,11 @@ class Runner(Protocol):
     def interrupt(self, session: str | None) -> None:
         """Stop the session's work the driver ended the start's process on (--fresh-per-step)."""
 
-    def limit_reset(self, output: str, now: float, session: str | None) -> float | None:
-        """The host's `limit_reset` for the start that ended with `output`."""
+    def limit_reset(
+        self, output: str, now: float, session: str | None, code: int | None
+    ) -> float | None:
+        """The host's `limit_reset` for the start that ended with `output` and exit status
+        `code` (None: a signal ended it)."""
 
 
 class Headless(Protocol):
@@ -86,8 +89,12 @@ class Plain:
     def interrupt(self, session: str | None) -> None:
         return None
 
-    def limit_reset(self, output: str, now: float, session: str | None) -> float | None:
-        return self.host.limit_reset(output, now)
+    def limit_reset(
+        self, output: str, now: float, session: str | None, code: int | None
+    ) -> float | None:
+        """Only a start that failed ended on a limit: a host that exits 0 printed the model's
+        reply, and a limit line in it is the model's words (it could make the run wait)."""
+        return None if code == 0 else self.host.limit_reset(output, now)
 
 
 def end_group(proc: subprocess.Popen[Any]) -> None:

@@ -151,13 +151,13 @@ def test_the_limit_is_read_from_the_sessions_messages(binary: Path, tmp_path: Pa
     capture = FIXTURES / "session-messages-rate-limit.json"
     (tmp_path / "messages.json").write_text(capture.read_text())
     with served(binary, tmp_path) as runner:
-        reset = runner.limit_reset("", 1_796_117_000.0, "ses_made1")
+        reset = runner.limit_reset("", 1_796_117_000.0, "ses_made1", 0)
         assert (tmp_path / "asked").read_text() == "/session/ses_made1/message"
         # retry-after 1 s after the reply that gave up (1796116969.658)
         assert reset == pytest.approx(1_796_116_970.658)
         assert reset == opencode.limit_reset("", 1_796_117_000.0, capture.read_text())
         (tmp_path / "messages.json").write_text("[]")
-        assert runner.limit_reset("", 1_796_117_000.0, "ses_made1") is None
+        assert runner.limit_reset("", 1_796_117_000.0, "ses_made1", 0) is None
 
 
 def test_a_server_that_does_not_start_is_one_line(binary: Path, tmp_path: Path) -> None:

@@ -215,5 +215,9 @@ class Served:
             return ""
         return raw.decode("utf-8", "replace")
 
-    def limit_reset(self, output: str, now: float, session: str | None) -> float | None:
+    def limit_reset(
+        self, output: str, now: float, session: str | None, code: int | None
+    ) -> float | None:
+        """From the session's messages as the server keeps them (an attached run exits 0 on a
+        limit too): the provider's error on the last reply, never words the model wrote."""
         return self.read_limit(output, now, self.messages(session))
