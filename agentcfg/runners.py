@@ -12,6 +12,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import uuid
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -99,14 +100,68 @@ class Plain:
 
 def end_group(proc: subprocess.Popen[Any]) -> None:
     """Stop a process started in a group of its own and everything it started: SIGINT, then
-    SIGTERM, then SIGKILL, each after a grace; a child still holding the group is killed."""
-    for sig, grace in ((signal.SIGINT, GRACE), (signal.SIGTERM, GRACE), (signal.SIGKILL, None)):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, sig)
-        try:
-            proc.wait(grace)
-        except subprocess.TimeoutExpired:
-            continue
-        break
+    SIGTERM, then SIGKILL, each after a grace; a child still holding the group is killed.
+    Interrupted meanwhile (a second Ctrl-C), it kills the group at once and lets that go on."""
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, sig)
+            try:
+                proc.wait(GRACE)
+            except subprocess.TimeoutExpired:
+                continue
+            break
+    finally:
+        kill_group(proc)
+
+
+def kill_group(proc: subprocess.Popen[Any]) -> None:
+    """SIGKILL to the process's group, then reap it (a killed process ends at once)."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(GRACE)
+
+
+# The watchdog's whole program: it waits on a pipe only the driver writes to; a word on it
+# means the driver ended the group itself, an end of file without one that the driver died
+# (kill -9), and then it ends the group: SIGTERM, and SIGKILL once a grace has passed.
+WATCHDOG = """
+import os, signal, sys, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+group, grace = int(sys.argv[1]), float(sys.argv[2])
+if sys.stdin.buffer.read(1):
+    sys.exit(0)
+def send(sig):
+    try:
+        os.killpg(group, sig)
+    except OSError:
+        sys.exit(0)
+send(signal.SIGTERM)
+deadline = time.monotonic() + grace
+while time.monotonic() < deadline:
+    time.sleep(0.1)
+    send(0)
+send(signal.SIGKILL)
+"""
+
+
+class Watchdog:
+    """Ends a process group when the driver that started it dies without ending it: a small
+    process in a session of its own, watching a pipe that closes with the driver."""
+
+    def __init__(self, group: int) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", WATCHDOG, str(group), str(GRACE)],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+
+    def release(self) -> None:
+        """The driver ended the group itself: the watchdog goes without doing anything."""
+        assert self.proc.stdin is not None
+        with contextlib.suppress(OSError):
+            self.proc.stdin.write(b"x")
+            self.proc.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(GRACE)

@@ -179,3 +179,107 @@ def test_a_limit_line_the_model_wrote_is_not_a_limit(host: Host, printed: str) -
     assert "paused-usage-limit" not in host.events()
     resumes = [e["reason"] for e in host.ledger() if e["event"] == "run-resume"]
     assert resumes == ["cut-short"]
+
+
+# --- a host that never ends is ended: at --until, at Ctrl-C, when the driver dies ---
+
+HANGS = "sleep 300 &\nwait"  # the host and a child of its own, both waiting forever
+DEAF = "trap '' INT TERM\nsleep 300 &\nwait"  # the same, deaf to SIGINT and SIGTERM
+
+
+def children(pid: int) -> list[int]:
+    """The processes `pid` started that still run."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if entry.name.isdigit() and fields[1] == str(pid) and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def test_until_ends_a_host_that_hangs_at_the_deadline(host: Host) -> None:
+    host.script(HANGS)
+    started = time.monotonic()
+    proc = host.run("--until", "3s")
+    took = time.monotonic() - started
+    assert ending(proc) == ("halt-until", 11), proc.stderr
+    # the deadline, then the host's group asked to end (it does at once): a few seconds more
+    # at most, for the interpreter's start and a loaded machine
+    assert 3 <= took < 10, took
+    assert host.events()[-1] == "halt-until"
+    assert gone(host.pids(), within=2)
+
+
+def test_until_ends_a_host_deaf_to_signals_after_a_grace(host: Host) -> None:
+    host.script(DEAF)
+    started = time.monotonic()
+    proc = host.run("--until", "2s")
+    took = time.monotonic() - started
+    assert ending(proc) == ("halt-until", 11), proc.stderr
+    assert took < 2 + 2 * 5 + 5, took  # SIGINT, SIGTERM each with its grace, then SIGKILL
+    assert gone(host.pids(), within=2)
+
+
+def test_a_host_that_leaves_a_process_holding_its_output_does_not_hold_the_driver(
+    host: Host,
+) -> None:
+    """The host exits, but a process it started in a session of its own keeps the host's
+    output open: the driver reads what is there and goes on, it does not wait for the end of
+    the output."""
+    host.script('setsid sleep 300 &\necho "$!" >> "$0.pid"\necho done\nexit 0')
+    started = time.monotonic()
+    proc = host.run("--max-restarts", "1")
+    assert ending(proc) == ("halt-restarts", 16), proc.stderr
+    assert time.monotonic() - started < 15
+
+
+def test_the_host_ends_when_the_driver_is_killed(host: Host) -> None:
+    host.script(HANGS)
+    driver = host.start()
+    host.started()
+    (pid,) = host.pids()
+    deadline = time.monotonic() + 10
+    while not children(pid):  # the host's own child is up
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    family = [pid, *children(pid)]
+    driver.kill()  # SIGKILL: the driver gets no word in
+    driver.communicate(timeout=10)
+    assert gone(family, within=5), [p for p in family if alive(p)]
+
+
+def test_ctrl_c_twice_ends_a_deaf_host_at_once(host: Host) -> None:
+    """The first Ctrl-C asks the host to end and gives it a grace; a second one ends it and
+    everything it started at once: the run is over within a second or two of it (the margin
+    is for a loaded machine), as `interrupted`, with nothing left running."""
+    host.script(DEAF)
+    driver = host.start()
+    host.started()
+    family = [host.pids()[0], *children(host.pids()[0])]
+    driver.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    driver.send_signal(signal.SIGINT)
+    second = time.monotonic()
+    stdout, stderr = driver.communicate(timeout=30)
+    assert time.monotonic() - second < 5, stderr
+    assert driver.returncode == 130, stderr
+    assert json.loads(stdout)["ending"] == "interrupted"
+    assert host.events()[-1] == "interrupted"
+    assert gone(family, within=2), [p for p in family if alive(p)]
+
+
+def test_ctrl_c_once_ends_a_deaf_host_within_the_grace(host: Host) -> None:
+    host.script(DEAF)
+    driver = host.start()
+    host.started()
+    family = [host.pids()[0], *children(host.pids()[0])]
+    driver.send_signal(signal.SIGINT)
+    sent = time.monotonic()
+    stdout, stderr = driver.communicate(timeout=60)
+    # SIGINT then SIGTERM, each with its 5 s grace, then SIGKILL: 10 s, and 5 s of margin
+    assert time.monotonic() - sent < 15, stderr
+    assert driver.returncode == 130 and json.loads(stdout)["ending"] == "interrupted"
+    assert gone(family, within=2), [p for p in family if alive(p)]
