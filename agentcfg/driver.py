@@ -239,6 +239,7 @@ class _Driver:
                 host=host.NAME, session=self.current.session, pending=self.current.pending,
                 attempt=self.progress.starts,
                 reason=action.reason, same_session=action.resume and bool(self.current.session),
+                **({"one_step": True} if self.request.fresh_per_step else {}),
             )  # fmt: skip
             self.say(
                 plan.start_line(

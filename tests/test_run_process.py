@@ -283,3 +283,37 @@ def test_ctrl_c_once_ends_a_deaf_host_within_the_grace(host: Host) -> None:
     assert time.monotonic() - sent < 15, stderr
     assert driver.returncode == 130 and json.loads(stdout)["ending"] == "interrupted"
     assert gone(family, within=2), [p for p in family if alive(p)]
+
+
+# --- --fresh-per-step: one step per session, however fast the agent ---
+
+FAST_AGENT = f"""
+for word in "$@"; do
+  case "$last" in --session-id|--resume) session=$word ;; esac
+  last=$word
+done
+export CLAUDE_CODE_SESSION_ID="$session"
+for step in 1.2 1.3; do
+  {sys.executable} -m agentcfg roadmap done demo $step >> "$0.log" 2>&1
+done
+exit 0
+"""
+
+
+def test_fresh_per_step_lets_no_session_close_a_second_step(host: Host) -> None:
+    """An agent that closes one step and the next in the same breath, before the driver's
+    next look at the ledger: the second close is refused (the step is for a new session), so
+    no session closes two steps, whatever the driver's poll."""
+    assert run_cli("roadmap", "trust", "demo").exit_code == 0
+    host.script(FAST_AGENT)
+    proc = host.run("--fresh-per-step", "--max-restarts", "1")
+    assert proc.stdout, proc.stderr
+    verified = [(e["run"], e["step"]) for e in host.ledger() if e["event"] == "verified"]
+    assert verified and verified[0][1] == "1.2", host.events()
+    steps: dict[str, set[str]] = {}
+    for run, step in verified:
+        steps.setdefault(run, set()).add(step)
+    assert all(len(closed) == 1 for closed in steps.values()), verified  # a step per session
+    assert "- [ ] **1.3**" in (host.root / "roadmaps" / "demo.md").read_text()
+    said = (host.bin / "claude.log").read_text()
+    assert "closes one step" in said, said
