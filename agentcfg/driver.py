@@ -5,10 +5,9 @@ usage-limit reset or the window) until the run ends. The decisions are core.unat
 
 from __future__ import annotations
 
-import contextlib
+import math
 import os
 import shutil
-import signal
 import subprocess
 import threading
 import time
@@ -30,7 +29,7 @@ from agentcfg.hosts import registry
 from agentcfg.hosts.base import settings_hook
 from agentcfg.membership import read_membership
 from agentcfg.paths import LEDGER_NAME
-from agentcfg.runners import Plain, Runner, end_group
+from agentcfg.runners import Plain, Runner, Watchdog, end_group, kill_group
 from agentcfg.workspace import Workspace
 
 TYPE_CHECKING = False
@@ -40,6 +39,7 @@ if TYPE_CHECKING:
 OUTPUT_KEPT = 256 * 1024  # bytes of each host stream kept for the limit check and the relay
 POLL = 0.25  # seconds between looks at the ledger while the host runs
 READ_LIMIT = 4 * 1024 * 1024  # ledger bytes read per look
+TAIL_WAIT = 2.0  # seconds the host's output may stay open once its group has ended
 
 
 class Terminated(KeyboardInterrupt):
@@ -167,6 +167,7 @@ class _Ran:
     stderr: str
     events: list[dict[str, Any]] = field(default_factory=list)  # ledger events while it ran
     moved_on: bool = False  # ended by the driver when the hook moved it on to the next step
+    deadline: bool = False  # ended by the driver at --until
 
 
 def drive(
@@ -239,6 +240,7 @@ class _Driver:
                 host=host.NAME, session=self.current.session, pending=self.current.pending,
                 attempt=self.progress.starts,
                 reason=action.reason, same_session=action.resume and bool(self.current.session),
+                **({"one_step": True} if self.request.fresh_per_step else {}),
             )  # fmt: skip
             self.say(
                 plan.start_line(
@@ -247,16 +249,18 @@ class _Driver:
             )
             ran = _run(
                 self.ws, argv, self.env, self.current, slug, clock, self.say, started,
-                self.request.fresh_per_step, self.runner,
+                self.request.fresh_per_step, self.runner, policy.until,
             )  # fmt: skip
             _adopted(self.ws, self.current, ran.events)
             ending = _ending(self.ws, slug, self.current, ran.events)
+            if ending is None and ran.deadline:
+                return self.finish(plan.finish("halt-until"), decided_here=True)
             output = ran.stdout + "\n" + ran.stderr
             ended = plan.Ended(
                 code=ran.code,
                 ending=ending,
                 reset_at=(
-                    self.runner.limit_reset(output, clock.now(), self.current.session)
+                    _reset(self.runner, output, clock.now(), self.current.session, ran.code)
                     if ending is None
                     else None
                 ),
@@ -391,11 +395,14 @@ def _run(
     started: float,
     fresh: bool,
     runner: Runner,
+    until: float | None = None,
 ) -> _Ran:
     """Run the host to its end in a process group of its own, printing each engagement the
-    ledger records meanwhile; Ctrl-C ends the whole group before it propagates. The start is
-    over once the process has exited and the runner says the session settled. `fresh`: once
-    a step is closed and the hook engages the session on the next, the host is ended there."""
+    ledger records meanwhile; Ctrl-C ends the whole group before it propagates (a second one
+    at once), and a watchdog ends it if the driver dies first. The start is over once the
+    process has exited and the runner says the session settled. `fresh`: once a step is
+    closed and the hook engages the session on the next, the host is ended there. `until`:
+    at that moment the host is ended, however busy or hung."""
     offset = _ledger_size(ws)
     proc = subprocess.Popen(
         argv,
@@ -406,11 +413,14 @@ def _run(
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
-    streams = [_Tail(proc.stdout), _Tail(proc.stderr)]
+    watchdog: Watchdog | None = None
+    streams: list[_Tail] = []
     events: list[dict[str, Any]] = []
-    cap = _cap(ws, current)
-    moved_on = False
-    try:
+    moved_on = deadline = False
+    try:  # from the start: a Ctrl-C at any point ends what was started
+        watchdog = Watchdog(proc.pid)
+        streams = [_Tail(proc.stdout), _Tail(proc.stderr)]
+        cap = _cap(ws, current)
         while True:
             exited = proc.poll() is not None
             offset = _follow(ws, offset, events, slug, current, say, clock.now() - started, cap)
@@ -418,6 +428,11 @@ def _run(
                 current.session, _ending(ws, slug, current, events) is not None
             ):
                 break
+            if not deadline and until is not None and clock.now() >= until:
+                end_group(proc)
+                runner.interrupt(current.session)
+                deadline = True
+                continue
             if fresh and not moved_on and _moved_on(events, current):
                 end_group(proc)
                 runner.interrupt(current.session)
@@ -426,15 +441,27 @@ def _run(
             time.sleep(POLL)
     except KeyboardInterrupt:
         end_group(proc)
-        _follow(ws, offset, events, slug, current, say, clock.now() - started, cap)
+        _follow(ws, offset, events, slug, current, say, clock.now() - started, _cap(ws, current))
         raise
     finally:
-        for tail in streams:
-            tail.join()
-    with contextlib.suppress(ProcessLookupError):  # nothing the host started outlives it
-        os.killpg(proc.pid, signal.SIGKILL)
+        kill_group(proc)  # nothing the host started outlives it
+        if watchdog is not None:
+            watchdog.release()
+        for tail in streams:  # a process that left the group may hold the output open
+            tail.join(TAIL_WAIT)
     code = proc.returncode
-    return _Ran(code if code >= 0 else None, streams[0].text(), streams[1].text(), events, moved_on)
+    return _Ran(
+        code if code >= 0 else None, streams[0].text(), streams[1].text(), events, moved_on,
+        deadline,
+    )  # fmt: skip
+
+
+def _reset(
+    runner: Runner, output: str, now: float, session: str | None, code: int | None
+) -> float | None:
+    """The runner's `limit_reset`, a reset no clock holds (not finite) read as none told."""
+    found = runner.limit_reset(output, now, session, code)
+    return found if found is None or math.isfinite(found) else now
 
 
 def _moved_on(events: list[dict[str, Any]], current: _Session) -> bool:

@@ -155,6 +155,33 @@ def log(
     state.append_ledger(ws.state, record)
 
 
+def closed_in_session(ws: Workspace, slug: str, env: Mapping[str, str]) -> str | None:
+    """Under `run --fresh-per-step` a session works one step: the step the shell's session has
+    already proven on the roadmap when the driver started it so (its `run-start` or
+    `run-resume` says `one_step`); None otherwise, or when the shell names no session."""
+    from agentcfg.claims import find_session, session_key
+    from agentcfg.hosts.registry import session_env
+
+    session = find_session(None, env, session_env())
+    if session is None:
+        return None
+    key = session_key(session)
+    one_step, closed = False, None
+    for line in state.ledger_lines(ws.state):
+        if key.encode() not in line:
+            continue
+        with contextlib.suppress(ValueError):
+            event = state.loads(line)
+            if not isinstance(event, dict) or event.get("run") != key:
+                continue
+            if event.get("event") in ("run-start", "run-resume") and event.get("one_step"):
+                one_step = True
+            step = event.get("step")
+            if event.get("event") == "verified" and event.get("slug") == slug and closed is None:
+                closed = step if isinstance(step, str) else None
+    return closed if one_step else None
+
+
 def mark_done(ws: Workspace, slug: str, step_id: str, proven: str | None = None) -> Step:
     """Flip exactly this step's box to `[x]`; every other byte of the file stays as it was.
 
@@ -422,6 +449,12 @@ def done(
         raise StepError(f"step {step.name} is done already; only its verify line can prove it")
     if not already:
         check_markable(step)
+        closed = closed_in_session(ws, slug, env)
+        if closed is not None and closed != step.id:
+            raise StepError(
+                f"this session closes one step (`agentcfg run --fresh-per-step`) and has closed "
+                f"{closed}: end your turn now; step {step.name} is for a session of its own"
+            )
     result = None
     if step.verify and not no_verify:
         trust.require(ws, slug, [step], env)
