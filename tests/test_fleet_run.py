@@ -282,7 +282,8 @@ def test_members_close_steps_with_the_evidence_of_the_fleets_baseline(
     repo: tuple[Path, dict[str, str]],
 ) -> None:
     root, env = repo
-    taken = take_baseline(Workspace(root), "demo", env)
+    taken, untrusted = take_baseline(Workspace(root), "demo", env)
+    assert untrusted == []
     assert [r.exit_code for r in taken] == [1] * STEPS  # no step's file is there yet
     the_fleet = plan(root, "demo", "claude", None, None, 60.0)
     members = prepare_members(the_fleet, 2, env)

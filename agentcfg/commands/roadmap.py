@@ -182,14 +182,16 @@ def verify_command(slug: str, steps: tuple[str, ...], baseline: bool, as_json: b
     if baseline:
         if steps:
             raise click.UsageError("--baseline runs every open step's verify line: name none")
-        taken = verify.take_baseline(
+        taken, untrusted = verify.take_baseline(
             ws, slug, os.environ, every=True,
             echo=(lambda step, result: None) if as_json else _baseline_line,
         )  # fmt: skip
         if as_json:
             emit_json([_verify_json(r) for r in taken])
         else:
-            say(baseline_total(slug, [(r.exit_code, r.duration) for r in taken]))
+            say(baseline_total(slug, [(r.exit_code, r.duration) for r in taken], untrusted))
+        if untrusted:
+            raise SystemExit(1)
         return
     echo = (lambda step: None) if as_json else _streamed
     results = verify.verify_steps(ws, slug, steps, os.environ, echo)

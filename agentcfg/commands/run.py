@@ -128,12 +128,12 @@ def run(
     def baseline() -> None:  # each open step's check once before the work, unless told not to
         if no_baseline:
             return
-        taken = verify.take_baseline(ws, slug, os.environ, echo=lambda step, result: say(
+        taken, untrusted = verify.take_baseline(ws, slug, os.environ, echo=lambda step, result: say(
             baseline_line(step.name, result.exit_code, result.duration), err=as_json
         ))  # fmt: skip
-        if taken:
+        if taken or untrusted:
             ran = [(r.exit_code, r.duration) for r in taken]
-            say(baseline_total(ws.canonical(slug), ran), err=as_json)
+            say(baseline_total(ws.canonical(slug), ran, untrusted), err=as_json)
 
     if agents is not None:
         options = _passed_on(until, window, max_restarts, max_wait)

@@ -56,12 +56,22 @@ def baseline_line(step: str, exit_code: int | None, seconds: float) -> str:
     return f"baseline {step}: {word} (exit {exit_code}, {seconds:.1f}s)"
 
 
-def baseline_total(slug: str, ran: Sequence[tuple[int | None, float]]) -> str:
-    """The baseline's last line: how many checks, how long, how many failed before the work."""
+def baseline_total(
+    slug: str, ran: Sequence[tuple[int | None, float]], untrusted: Sequence[str] = ()
+) -> str:
+    """The baseline's last line: how many checks, how long, how many failed before the work,
+    and the steps whose verify line no person trusted (not run: their evidence is unknown)."""
     passing = sum(code == 0 for code, _ in ran)
     seconds = sum(duration for _, duration in ran)
     checks = f"{len(ran)} check" + ("" if len(ran) == 1 else "s")
-    return (
+    line = (
         f"baseline of `{slug}`: {checks} in {seconds:.1f}s, {len(ran) - passing} failing "
         f"and {passing} passing before the work"
     )
+    if untrusted:
+        shown = ", ".join(untrusted[:NAMED]) + (", ..." if len(untrusted) > NAMED else "")
+        line += (
+            f"; not run, no person trusted their verify line: {shown} "
+            f"(`agentcfg roadmap trust {slug}`)"
+        )
+    return line

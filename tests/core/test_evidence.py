@@ -41,4 +41,5 @@ def test_what_a_person_reads(snapshot: SnapshotAssertion) -> None:
         baseline_line("1.3", None, 600.0),
         baseline_total("demo", [(1, 0.42), (0, 0.1), (None, 600.0)]),
         baseline_total("demo", [(1, 0.5)]),
+        baseline_total("demo", [], ["1.2", "1.3"]),
     ] == snapshot
