@@ -79,7 +79,10 @@ def test_a_stopped_session_cannot_claim_a_copy_of_its_roadmap(
     forced = run_hostile(claimed, ["sessions", "claim", "copy", "--force"], 1, env=agent)
     assert "agentcfg resume demo" in forced.stderr
     run_hostile(claimed, ["resume", "demo"], 0, env=env_of(claimed))
-    run_hostile(claimed, ["sessions", "claim", "copy"], 0, env=agent)
+    moved = run_hostile(claimed, ["sessions", "claim", "copy"], 1, env=agent)
+    assert "only a person" in moved.stderr  # its run on demo is not over: no fresh one inside
+    person = ["sessions", "claim", "copy", "--session", SESSION]
+    run_hostile(claimed, person, 0, env=env_of(claimed))
 
 
 def test_who_stopped_and_every_field_shown_is_scrubbed(claimed: Path) -> None:
