@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -14,10 +16,12 @@ from syrupy.assertion import SnapshotAssertion
 
 from agentcfg import claims
 from agentcfg.core.times import iso
+from agentcfg.leases import Store
+from agentcfg.membership import read_membership
 from agentcfg.workspace import Workspace
 from testing.simhost import SimulatedHost
 from tests import inprocess
-from tests.conftest import REPO, ledger
+from tests.conftest import FIXTURES, REPO, fire, fixture_payload, hook_env, ledger
 from tests.hostile.conftest import agent_env, env_of, say_to
 from tests.hostile.harness import SESSION, fire_hostile, payload, run_hostile
 
@@ -182,3 +186,66 @@ def test_the_plugin_s_run_command_keeps_the_run(claimed: Path) -> None:
             again = run_hostile(claimed, line.group(1).split(), 0, env=agent_env(claimed))
             assert "its run goes on as it was" in again.stdout
     assert kept(claimed, before)
+
+
+def git(cwd: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(cwd), *args],
+        check=True,
+        capture_output=True,
+    )
+
+
+def test_fleet_members_claiming_again_keep_each_its_own_step(tmp_path: Path) -> None:
+    """Three members, each claimed by the fleet on one step; each member's agent then claims
+    the roadmap again, with --step auto, with --force, and with another member's step."""
+    main = tmp_path / "fleet"
+    (main / "roadmaps").mkdir(parents=True)
+    shutil.copy(REPO / "roadmaps" / "demo.md", main / "roadmaps" / "demo.md")
+    git(main, "init", "-q", "-b", "main")
+    git(main, "add", "roadmaps")
+    git(main, "commit", "-q", "-m", "roadmap")
+    trees = {n: tmp_path / f"member-{n}" for n in (1, 2, 3)}
+    for n, tree in trees.items():
+        git(main, "worktree", "add", "-q", "-b", f"member-{n}", str(tree))
+        shutil.copy(FIXTURES / "transcript.jsonl", tree / "transcript.jsonl")
+        args = ["sessions", "claim", "demo", "--session", f"m{n}", "--step", "auto"]
+        assert inprocess.cli(args, hook_env(tree), tree).returncode == 0  # the fleet's own
+    members = {n: read_membership(Workspace(tree), "demo") for n, tree in trees.items()}
+    steps = {n: m.step for n, m in members.items() if m is not None}
+    assert len(set(steps.values())) == 3
+    runs = {n: run_file(tree, f"m{n}").read_bytes() for n, tree in trees.items()}
+    for n, tree in trees.items():
+        agent = hook_env(tree, CLAUDE_CODE_SESSION_ID=f"m{n}")
+        for extra in ([], ["--step", "auto"], ["--force"]):
+            again = inprocess.cli(["sessions", "claim", "demo", *extra], agent, tree)
+            assert again.returncode == 0, again.stderr
+            assert "its run goes on as it was" in again.stdout
+        other = ["sessions", "claim", "demo", "--step", steps[n % 3 + 1]]
+        refused = inprocess.cli(other, agent, tree)
+        assert refused.returncode == 1
+        assert refused.stderr.startswith(f"agentcfg: error: this workspace leases step {steps[n]}")
+    leases = {x.step: x for x in Store.open(main).all("demo") if x.live(time.time())}
+    for n, tree in trees.items():
+        now = read_membership(Workspace(tree), "demo")
+        was = members[n]
+        assert now is not None and was is not None
+        assert (now.step, now.holder, now.fence) == (was.step, was.holder, was.fence)
+        assert leases[steps[n]].holder == was.holder  # no member gave up or lost its lease
+        assert run_file(tree, f"m{n}").read_bytes() == runs[n]
+        result = fire(tree, fixture_payload(1, tree, session_id=f"m{n}"))
+        assert result.returncode == 2
+        named = re.findall(r"\*\*(\d\.\d)\*\*", result.stderr)
+        assert set(named) == {steps[n]}, result.stderr  # its own step, never the roadmap
+
+
+@pytest.mark.parametrize("extra", [[], ["--agents", "2"]], ids=["one host", "a fleet"])
+def test_a_new_unattended_run_is_refused_inside_a_session(ws: Path, extra: list[str]) -> None:
+    """`agentcfg run` starts a run with a fresh budget in a new session: a person's command."""
+    args = ["run", "demo", "--host", "claude", *extra]
+    refused = run_hostile(ws, args, 1, env=env_of(ws, CLAUDECODE="1"))
+    assert refused.stderr == (
+        "agentcfg: error: `agentcfg run` is for a person, and this runs inside an agent's "
+        "session: Claude Code ($CLAUDECODE is set); run it from your own terminal\n"
+    )
+    assert not (ws / "state" / "claims").exists()
