@@ -60,7 +60,8 @@ def claim_command(
     coordinate: str | None,
     lease_ttl: float | None,
 ) -> None:
-    """Bind this session to roadmaps/<SLUG>.md and start a fresh run.
+    """Bind this session to roadmaps/<SLUG>.md and start a fresh run; from inside the session,
+    a claim on the roadmap it holds keeps its run as it is (only a person starts it afresh).
 
     Where no session id is visible (Gemini CLI's shell tool), the claim waits for the session
     whose next turn end shows the token it prints. With --step the session works as a member of
@@ -172,7 +173,8 @@ def _claim(
 @sessions.command("release")
 @session_option
 def release_command(session: str | None) -> None:
-    """Remove this session's claim and its run."""
+    """Remove this session's claim and its run (from inside an agent's session, the run's
+    state stays: claiming again there cannot start it afresh)."""
     ws = workspace()
     session_id = claims.resolve_session(session, os.environ, session_env())
     inside = any(os.environ.get(name) == session_id for name in session_env())

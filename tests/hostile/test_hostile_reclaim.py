@@ -19,7 +19,7 @@ from agentcfg.core.times import iso
 from agentcfg.leases import Store
 from agentcfg.membership import read_membership
 from agentcfg.workspace import Workspace
-from testing.simhost import SimulatedHost
+from testing.simhost import SimulatedHost, as_process
 from tests import inprocess
 from tests.conftest import FIXTURES, REPO, fire, fixture_payload, hook_env, ledger
 from tests.hostile.conftest import agent_env, env_of, say_to
@@ -43,9 +43,17 @@ def kept(root: Path, before: dict[str, object]) -> bool:
     return bool(json.loads(run_file(root).read_text()) == before)
 
 
+def hook_processes(
+    args: list[str], env: dict[str, str], stdin: str, cwd: Path
+) -> subprocess.CompletedProcess[str]:
+    """The stop hook as a real process; the agent's other commands in this one."""
+    return (as_process if args[:1] == ["hook"] else inprocess.run)(args, env, stdin, cwd)
+
+
 def test_the_re_claim_loop_halts_within_ten_engagements(ws: Path) -> None:
-    """A stalled agent that claims the roadmap again every other turn, through real fires."""
-    host = SimulatedHost(ws, run=inprocess.run)
+    """A stalled agent that claims the roadmap again every other turn; each fire is a hook
+    process of its own, as the host starts it."""
+    host = SimulatedHost(ws, run=hook_processes)
     assert host.trust("demo").returncode == 0
     host.human("Work through the demo roadmap.")
     assert host.claim("demo").returncode == 0
