@@ -144,3 +144,21 @@ def test_json_on_a_terminal_still_asks(ws: Path) -> None:
         "exit_code": 1,
     }
     assert not store(ws).exists()
+
+
+def test_a_host_s_trust_is_given_by_a_person_only(ws: Path) -> None:
+    """`hooks install --trust` writes Codex's trust of the project and the hook: never from
+    inside a session; without --trust, or as a dry run, the agent may still wire the hook."""
+    codex = ws / "codex-home"  # inside: the harness allows no other write outside
+    env = env_of(ws, CODEX_HOME=str(codex), CODEX_SANDBOX="seatbelt")
+    args = ["hooks", "install", "--host", "codex", "--trust"]
+    refused = run_hostile(ws, args, 1, env=env)
+    assert refused.stderr == (
+        "agentcfg: error: `agentcfg hooks install --trust` is for a person, and this runs "
+        "inside an agent's session: Codex CLI ($CODEX_SANDBOX is set); "
+        "run it from your own terminal\n"
+    )
+    assert not (codex / "config.toml").exists()
+    run_hostile(ws, [*args, "--dry-run"], 0, env=env)
+    run_hostile(ws, args, 0, env=env_of(ws, CODEX_HOME=str(codex)))
+    assert "trusted" in (codex / "config.toml").read_text()
