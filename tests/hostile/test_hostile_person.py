@@ -162,3 +162,14 @@ def test_a_host_s_trust_is_given_by_a_person_only(ws: Path) -> None:
     run_hostile(ws, [*args, "--dry-run"], 0, env=env)
     run_hostile(ws, args, 0, env=env_of(ws, CODEX_HOME=str(codex)))
     assert "trusted" in (codex / "config.toml").read_text()
+
+
+def test_a_person_s_stop_is_lifted_by_a_person_only(claimed: Path) -> None:
+    run_hostile(claimed, ["stop", "demo"], 0)
+    marker = claimed / "state" / "stops" / "demo.json"
+    for env in ({"CLAUDE_CODE_SESSION_ID": "", "CLAUDECODE": "1"}, {"OPENCODE": "1"}):
+        refused = run_hostile(claimed, ["resume", "demo"], 1, env=env_of(claimed, **env))
+        assert refused.stderr.startswith("agentcfg: error: `agentcfg resume` is for a person")
+        assert marker.exists()
+    run_hostile(claimed, ["resume", "demo"], 0, env=env_of(claimed))
+    assert not marker.exists()
