@@ -33,6 +33,7 @@ class Process:
     ppid: int
     comm: str  # the name the kernel keeps (at most COMM_LIMIT characters)
     argv: tuple[str, ...]
+    leaders: tuple[int, ...] = ()  # its process group's and its session's first processes
 
 
 Reader = Callable[[int], "Process | None"]
@@ -47,12 +48,32 @@ def agent_session(
     """Why the command runs inside an agent's session (e.g. "Claude Code (process 1234:
     claude)"), or None in a person's terminal. `pid` is where the walk up the process tree
     starts (this process by default); `read` reads one process (from /proc where there is
-    one, else from `ps`); `ws` lets a live claim of the environment's session count."""
+    one, else from `ps`); `ws` lets a live claim of the environment's session count.
+
+    A process its parent left (`(cmd &)`, `nohup`) has init for a parent: the walk goes on
+    from the first process of its process group and of its session, while they live. One that
+    also left its session (`setsid`) is beyond telling here: only a sandbox keeps such an
+    agent out of what is the person's."""
     return (
         by_env(env)
-        or by_process(ancestry(os.getpid() if pid is None else pid, read or reader()))
+        or by_process(lineage(os.getpid() if pid is None else pid, read or reader()))
         or by_claim(env, ws)
     )
+
+
+def lineage(pid: int, read: Reader) -> Iterator[Process]:
+    """The ancestry of `pid`, then that of its group's and its session's leaders (each
+    process once)."""
+    seen: set[int] = set()
+    starts = [pid]
+    while starts:
+        for process in ancestry(starts.pop(0), read):
+            if process.pid in seen:
+                break
+            seen.add(process.pid)
+            if process.pid == pid:
+                starts += [leader for leader in process.leaders if leader > 0]
+            yield process
 
 
 def by_env(env: Mapping[str, str]) -> str | None:
@@ -138,22 +159,24 @@ def from_proc(pid: int, proc: Path = PROC) -> Process | None:
         return None
     left, right = stat.find("("), stat.rfind(")")  # the name may hold spaces and parentheses
     fields = stat[right + 1 :].split()
-    if left < 0 or right < left or len(fields) < 2 or not fields[1].isdigit():
+    if left < 0 or right < left or len(fields) < 4 or not all(f.isdigit() for f in fields[1:4]):
         return None
     argv = tuple(part.decode("utf-8", "replace") for part in cmdline.split(b"\0") if part)
-    return Process(pid, int(fields[1]), stat[left + 1 : right], argv)
+    leaders = (int(fields[2]), int(fields[3]))  # its process group, its session
+    return Process(pid, int(fields[1]), stat[left + 1 : right], argv, leaders)
 
 
 def from_ps(pid: int) -> Process | None:
     """A process as `ps` tells it, where there is no /proc (its arguments split at spaces)."""
     try:
-        head = _ps("-o", "ppid=", "-o", "ucomm=", "-p", str(pid)).split(None, 1)
+        head = _ps("-o", "ppid=", "-o", "pgid=", "-o", "ucomm=", "-p", str(pid)).split(None, 2)
         args = _ps("-ww", "-o", "args=", "-p", str(pid)).split()
     except (OSError, subprocess.SubprocessError):
         return None
-    if not head or not head[0].isdigit():
+    if len(head) < 2 or not (head[0].isdigit() and head[1].isdigit()):
         return None
-    return Process(pid, int(head[0]), head[1].strip() if len(head) > 1 else "", tuple(args))
+    comm = head[2].strip() if len(head) > 2 else ""
+    return Process(pid, int(head[0]), comm, tuple(args), (int(head[1]),))
 
 
 def _ps(*args: str) -> str:

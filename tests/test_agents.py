@@ -95,6 +95,17 @@ def test_every_host_s_variable_tells_its_host() -> None:
     assert "CLAUDECODE" in agents.variables() and "GEMINI_CLI" in agents.variables()
 
 
+def test_a_process_its_parent_left_is_still_told_by_its_session_s_first_process() -> None:
+    orphan = Process(900, 1, "python3", ("python3", "-m", "agentcfg"), (880, 700))
+    group = Process(880, 1, "sh", ("sh", "-c", "agentcfg roadmap trust demo &"), (880, 700))
+    host = Process(700, 650, "claude", ("claude",), (700, 700))
+    read = tree(orphan, group, host, Process(650, 1, "bash", ("bash",)), PERSON[1])
+    assert agents.agent_session({}, pid=900, read=read) == "Claude Code (process 700: claude)"
+    assert [p.pid for p in agents.lineage(900, read)] == [900, 1, 880, 700, 650]
+    gone = tree(orphan, PERSON[1])  # its group and session gone with their first processes
+    assert agents.agent_session({}, pid=900, read=gone) is None
+
+
 def test_a_loop_or_a_vanished_parent_ends_the_walk() -> None:
     looped = tree(Process(900, 901, "python3", ()), Process(901, 900, "bash", ()))
     assert [p.pid for p in agents.ancestry(900, looped)] == [900, 901]
@@ -118,7 +129,8 @@ def test_proc_is_read_as_the_kernel_writes_it(tmp_path: Path) -> None:
     (folder / "stat").write_bytes(b"77 (a (b) c) S 12 77 77 0 -1 4194560 0 0\n")
     (folder / "cmdline").write_bytes(b"node\0/x/@openai/codex/bin/codex.js\0exec\0")
     found = agents.from_proc(77, tmp_path / "proc")
-    assert found == Process(77, 12, "a (b) c", ("node", "/x/@openai/codex/bin/codex.js", "exec"))
+    argv = ("node", "/x/@openai/codex/bin/codex.js", "exec")
+    assert found == Process(77, 12, "a (b) c", argv, (77, 77))
     assert agents.from_proc(78, tmp_path / "proc") is None
     (folder / "stat").write_bytes(b"garbage")
     assert agents.from_proc(77, tmp_path / "proc") is None
@@ -135,4 +147,5 @@ def test_this_process_reads_the_same_from_proc_and_from_ps() -> None:
         child.wait()
     assert from_proc is not None and from_ps is not None
     assert (from_ps.ppid, from_ps.comm) == (from_proc.ppid, from_proc.comm)
+    assert from_ps.leaders[0] == from_proc.leaders[0]  # its process group
     assert from_ps.ppid == os.getpid() and from_ps.argv[-1] == "time.sleep(30)"

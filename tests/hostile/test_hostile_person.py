@@ -173,3 +173,26 @@ def test_a_person_s_stop_is_lifted_by_a_person_only(claimed: Path) -> None:
         assert marker.exists()
     run_hostile(claimed, ["resume", "demo"], 0, env=env_of(claimed))
     assert not marker.exists()
+
+
+def test_a_command_its_shell_left_behind_is_still_in_the_session(ws: Path) -> None:
+    """`(agentcfg roadmap trust demo --yes &)`: its parent gone, init adopts it; the host that
+    leads its session still tells."""
+    line = " ".join([*AGENTCFG, *TRUST])
+    out = ws.parent / "left"
+    job = launcher(
+        ws.parent / "bin",
+        "job.sh",
+        f'{line} > "{out}.out" 2> "{out}.err"; echo $? > "{out}.tmp"; mv "{out}.tmp" "{out}"\n',
+    )
+    body = (  # the shell that starts the job ends at once: the job's parent is gone
+        f"#!/bin/sh\nsh -c 'sh {job} &'\nwhile [ ! -e \"{out}\" ]; do sleep 0.05; done\n"
+    )
+    claude = launcher(ws.parent / "bin", "claude", body)
+    subprocess.run(
+        [str(claude)], env=env_of(ws), cwd=ws, timeout=60, check=True, start_new_session=True
+    )
+    assert out.read_text().strip() == "1"
+    stderr = Path(f"{out}.err").read_text()
+    assert "an agent's session: Claude Code (process " in stderr and ": claude);" in stderr
+    assert not store(ws).exists()
