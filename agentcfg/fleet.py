@@ -45,6 +45,13 @@ def require_lease(ws: Workspace, slug: str, step_id: str) -> None:
         )
 
 
+def step_of(ws: Workspace, member: Membership, wanted: str) -> str:
+    """The step id `wanted` names: with `auto`, the one the member leases."""
+    if wanted == AUTO:
+        return member.step
+    return find_step(loading.load(ws, member.slug), wanted).id
+
+
 def join(
     ws: Workspace,
     slug: str,

@@ -317,12 +317,14 @@ def start_members(
     env: Mapping[str, str],
 ) -> list[subprocess.Popen[bytes]]:
     """One member process per worktree, each its own process group (so one can be ended
-    with everything it started)."""
+    with everything it started), with its worktree as the workspace of everything it starts:
+    a person's AGENTCFG_ROOT naming the fleet's checkout would put every member's claims,
+    hooks and agent commands there, where no lease holds a member to its step."""
     return [
         subprocess.Popen(
             argv(n),
             cwd=member.root,
-            env=dict(env),
+            env={**env, "AGENTCFG_ROOT": str(member.root)},
             start_new_session=True,
             stdin=subprocess.DEVNULL,
         )

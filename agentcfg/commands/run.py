@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from agentcfg import driver, fleet_run, verify
+from agentcfg.agents import agent_session, require_person
 from agentcfg.commands import clock, count, duration, emit_json, json_option, say, workspace
 from agentcfg.core import unattended
 from agentcfg.core.evidence import baseline_line, baseline_total
@@ -119,6 +120,7 @@ def run(
         max_wait=unattended.LIMIT_WAIT if max_wait is None else max_wait,
     )
     ws = workspace()
+    require_person("agentcfg run", agent_session(os.environ, ws=ws))  # a fresh run is theirs
     if agents is None and member is None and (into or coordinate or lease_ttl):
         raise click.UsageError("--into, --coordinate and --lease-ttl go with --agents")
     request = driver.Request(slug, host, policy, extra, force or member is not None, fresh_per_step)

@@ -9,12 +9,14 @@ from typing import Any
 import click
 
 from agentcfg import claims, controls, fleet, loading
+from agentcfg.agents import agent_session
 from agentcfg.commands import count, duration, emit_json, json_option, now, say, workspace
 from agentcfg.core.times import format_duration, iso
 from agentcfg.doctor import cap_findings
 from agentcfg.errors import AgentcfgError
 from agentcfg.hosts.registry import host_of, session_env
 from agentcfg.leases import TTL
+from agentcfg.membership import read_membership
 from agentcfg.workspace import Workspace
 
 session_option = click.option(
@@ -58,7 +60,8 @@ def claim_command(
     coordinate: str | None,
     lease_ttl: float | None,
 ) -> None:
-    """Bind this session to roadmaps/<SLUG>.md and start a fresh run.
+    """Bind this session to roadmaps/<SLUG>.md and start a fresh run; from inside the session,
+    a claim on the roadmap it holds keeps its run as it is (only a person starts it afresh).
 
     Where no session id is visible (Gemini CLI's shell tool), the claim waits for the session
     whose next turn end shows the token it prints. With --step the session works as a member of
@@ -67,17 +70,21 @@ def claim_command(
     ws = workspace()
     if step is None and (coordinate is not None or lease_ttl is not None):
         raise click.UsageError("--coordinate and --lease-ttl go with --step")
-    lease = None
+    inside = agent_session(os.environ, ws=ws) is not None
+    lease = held = None
     if step is not None:
+        held = read_membership(ws, ws.canonical(slug))
+        if inside and held is not None:  # a member's agent works the one step it leases
+            fleet.require_lease(ws, held.slug, fleet.step_of(ws, held, step))
         host = host_of(os.environ)
         lease = fleet.join(
             ws, slug, step, host=host.NAME if host else "unknown", coordinate=coordinate,
             now=now(), ttl=lease_ttl or TTL,
         )  # fmt: skip
     try:
-        _claim(ws, slug, force, session, max_iterations, wall_clock, max_tokens)
+        _claim(ws, slug, force, session, max_iterations, wall_clock, max_tokens, inside)
     except AgentcfgError:
-        if lease is not None:
+        if lease is not None and held is None:  # a lease held before is never given back here
             fleet.leave(ws, lease.slug, now())
         raise
     if lease is not None:
@@ -95,6 +102,7 @@ def _claim(
     max_iterations: int | None,
     wall_clock: float | None,
     max_tokens: int | None,
+    inside: bool,
 ) -> None:
     max_iterations, wall_clock, cut = claims.clamp_budget(max_iterations, wall_clock)
     for line in cut:
@@ -109,6 +117,7 @@ def _claim(
             max_iterations=max_iterations,
             wall_clock=wall_clock,
             max_tokens=max_tokens,
+            inside=inside,
         )
         slug = pending.slug
         say(f"claimed roadmap `{slug}` for the session that shows {pending.token}")
@@ -126,8 +135,18 @@ def _claim(
             max_iterations=max_iterations,
             wall_clock=wall_clock,
             max_tokens=max_tokens,
+            inside=inside,
         )
         slug = result.claim.slug
+        if result.kept:
+            run = claims.shown_run(claims.read_run(ws, result.claim))
+            budget = max_iterations or wall_clock or max_tokens
+            say(
+                f"session {session_id} holds roadmap `{slug}` already: its run goes on as it "
+                f"was ({run}{'; its budget as first claimed' if budget else ''}); only a "
+                "person starts it afresh, from their own terminal"
+            )
+            return
         for peer in result.displaced:
             say(f"took roadmap `{slug}` over from session {peer.session_id}")
         if result.replaced is not None:
@@ -154,14 +173,17 @@ def _claim(
 @sessions.command("release")
 @session_option
 def release_command(session: str | None) -> None:
-    """Remove this session's claim and its run."""
+    """Remove this session's claim and its run (from inside an agent's session, the run's
+    state stays: claiming again there cannot start it afresh)."""
+    ws = workspace()
     session_id = claims.resolve_session(session, os.environ, session_env())
     inside = any(os.environ.get(name) == session_id for name in session_env())
-    released = claims.release(workspace(), session_id, now=now(), inside=inside)
+    inside = inside or agent_session(os.environ, ws=ws) is not None
+    released = claims.release(ws, session_id, now=now(), inside=inside)
     if released is None:
         say(f"session {session_id} holds no claim")
     else:
-        by = " from inside that session" if inside else ""
+        by = " from inside an agent's session; its run stays as it was" if inside else ""
         say(f"released roadmap `{released.slug}` for session {session_id}{by}")
 
 

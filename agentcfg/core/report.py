@@ -361,7 +361,7 @@ def _apply(report: Report, run: Run, name: str, event: dict[str, Any], at: float
         run.longest_streak = max(run.longest_streak, run.streak)
         if isinstance(open_count, int):
             run.burndown.append(open_count)
-    elif name not in ("refused", "claimed", "deferred-quality-gate", "released"):
+    elif name not in ("refused", "claimed", "claim-kept", "deferred-quality-gate", "released"):
         run.streak = 0  # the agent was let go: the streak of re-engagements ends
     if "tokens" in event:  # a fire of the run: its tokens paid for the segment since the last
         _spend(report, run, name, event, open_count)

@@ -140,8 +140,12 @@ def test_list_and_show_when_empty(ws: Path) -> None:
 def test_session_id_precedence(ws: Path, env: dict[str, str], expected: str) -> None:
     assert run_cli("sessions", "claim", "demo", env=env).exit_code == 0
     assert claim_file(ws, expected).exists()
-    explicit = run_cli("sessions", "claim", "demo", "--session", "z", "--force", env=env)
-    assert explicit.exit_code == 0
+    inside = run_cli("sessions", "claim", "demo", "--session", "z", "--force", env=env)
+    assert inside.exit_code == 1  # a second session id takes nothing over from inside
+    assert inside.output == f"agentcfg: error: {claims.FORCE_INSIDE}\n"
+    assert not claim_file(ws, "z").exists() and claim_file(ws, expected).exists()
+    person = run_cli("sessions", "claim", "demo", "--session", "z", "--force", env={})
+    assert person.exit_code == 0
     assert claim_file(ws, "z").exists()
 
 

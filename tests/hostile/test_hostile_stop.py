@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.hostile.conftest import agent_env, env_of
-from tests.hostile.harness import fire_hostile, payload, run_hostile
+from tests.hostile.harness import SESSION, fire_hostile, payload, run_hostile
 
 ESCAPES = "\x1b[31m\x07\x9b2J\u202e"
 CONTROLS = ("\x1b", "\x07", "\x9b", "\u202e")
@@ -79,7 +79,10 @@ def test_a_stopped_session_cannot_claim_a_copy_of_its_roadmap(
     forced = run_hostile(claimed, ["sessions", "claim", "copy", "--force"], 1, env=agent)
     assert "agentcfg resume demo" in forced.stderr
     run_hostile(claimed, ["resume", "demo"], 0, env=env_of(claimed))
-    run_hostile(claimed, ["sessions", "claim", "copy"], 0, env=agent)
+    moved = run_hostile(claimed, ["sessions", "claim", "copy"], 1, env=agent)
+    assert "only a person" in moved.stderr  # its run on demo is not over: no fresh one inside
+    person = ["sessions", "claim", "copy", "--session", SESSION]
+    run_hostile(claimed, person, 0, env=env_of(claimed))
 
 
 def test_who_stopped_and_every_field_shown_is_scrubbed(claimed: Path) -> None:
