@@ -47,6 +47,7 @@ def report(
         slug=slug,
         run=run_key,
         keep=limit,
+        now=moment,
     )
     data = built.to_json()
     if page is not None:
@@ -101,6 +102,10 @@ def render(data: dict[str, Any]) -> str:
                 f"{format_duration(row['wall_seconds']):>6} {_short(spent['total']):>7} "
                 f"{_short(spent['waste']):>7}  {reports.sparkline(row['burndown'])}"
             )
+        told = [row for row in data["rows"] if row["outcome"] in reports.UNENDED]
+        if told:
+            out.append("")
+            out += (f"{row['run'][:8]:<9} {row['said']}" for row in told)
     per = data["steps_closed_per_engagement"]
     out += [
         "",
