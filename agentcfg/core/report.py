@@ -241,6 +241,9 @@ class Fleet:
     members: dict[str, collections.Counter[str]] = field(default_factory=dict)
     holding: dict[tuple[str, str], str] = field(default_factory=dict)  # (slug, step) -> member
     counts: collections.Counter[str] = field(default_factory=collections.Counter)
+    # per member, each lease it held as a span: [step, from, until or None, how it ended]
+    lanes: dict[str, collections.deque[list[Any]]] = field(default_factory=dict)
+    held: dict[tuple[str, str], list[Any]] = field(default_factory=dict)  # the open spans
 
     def add(self, name: str, event: dict[str, Any]) -> None:
         member, place = (
@@ -255,6 +258,22 @@ class Fleet:
             self.holding[place] = member
         else:
             self.holding.pop(place, None)
+        at = event.get("_at")
+        at = at if isinstance(at, float) else parse_iso(event.get("at"))
+        if at is not None:
+            self._span(name, member, place, at)
+
+    def _span(self, name: str, member: str, place: tuple[str, str], at: float) -> None:
+        """A lease on the member's lane, from `leased` until the step is integrated, reopened,
+        taken over or lost."""
+        before = self.held.pop(place, None)
+        if before is not None and before[2] is None:
+            before[2], before[3] = at, "expired" if name == "leased" else name
+        if name == "leased":
+            span = [place[1], at, None, None]
+            lane = self.lanes.setdefault(member, collections.deque(maxlen=TIMELINE_KEPT))
+            lane.append(span)
+            self.held[place] = span
 
     def to_json(self) -> dict[str, Any] | None:
         if not self.counts:
@@ -280,6 +299,18 @@ class Fleet:
                 {"slug": slug, "step": step, "member": member}
                 for (slug, step), member in sorted(self.holding.items())
             ],
+            "lanes": {
+                member: [
+                    {
+                        "step": step,
+                        "from": iso(start),
+                        "until": None if end is None else iso(end),
+                        "ended": how,
+                    }
+                    for step, start, end, how in spans
+                ]
+                for member, spans in sorted(self.lanes.items())
+            },
         }
 
 
@@ -296,6 +327,9 @@ class Report:
     refusals: collections.Counter[str] = field(default_factory=collections.Counter)
     longest_streak: int = 0
     released_inside: int = 0  # releases the claimed session ran itself
+    wall: float = 0.0  # the runs' wall time, summed
+    proven: int = 0  # steps proven of the contracts of the runs that had one
+    contracted: int | None = None  # steps in those contracts; None: no run had one
     spending: Spending = field(default_factory=Spending)
     costliest_run: Run | None = None
     rows: list[Run] = field(default_factory=list)
@@ -330,6 +364,10 @@ class Report:
             "shadow_would_engage": self.events["shadow-engage"],
             "cut_short_by_host": self.events["cut-short"],
             "longest_engagement_streak": self.longest_streak,
+            "wall_seconds": round(self.wall, 3),
+            "proven": None
+            if self.contracted is None
+            else {"proven": self.proven, "contract": self.contracted},
             "refusals": dict(sorted(self.refusals.items())),
             "verified": self.events["verified"],
             "marked_done": self.events["marked-done"],
@@ -598,6 +636,10 @@ def _finish(
     if run.last_open is not None and run.burndown and run.burndown[-1] != run.last_open:
         run.burndown.append(run.last_open)  # where it stands as it ends: 0 once complete
     report.outcomes[run.outcome] += 1
+    report.wall += run.last - run.started
+    if run.contract is not None:
+        report.proven += run.proven or 0
+        report.contracted = (report.contracted or 0) + run.contract
     report.longest_streak = max(report.longest_streak, run.longest_streak)
     finished.append(run)
 
