@@ -53,7 +53,7 @@ def report(
     if page is not None:
         from agentcfg.core import html
 
-        write_page(ws, page, html.render(data))
+        write_page(ws, page, html.render(data, ws.root.name))
     if as_json:
         emit_json(data)
         return
