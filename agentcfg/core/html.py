@@ -78,6 +78,7 @@ svg { width: 100%; height: auto; display: block; }
 svg text { font-size: 10px; fill: var(--muted); }
 svg .axis { stroke: var(--muted); stroke-width: 1; }
 svg .grid { stroke: var(--rule); stroke-width: 1; }
+svg text.on-lease { fill: #fff; font-weight: 600; }
 .line { fill: none; stroke: var(--accent); stroke-width: 2; }
 .point { fill: var(--accent); }
 .engage { fill: var(--accent); }
@@ -223,7 +224,7 @@ def lanes(found: dict[str, list[dict[str, Any]]]) -> str:
             f'width="{max(3.0, x1 - x0):.1f}" height="{row_h - 10}" rx="3">'
             f"<title>member {_text(member)}: step {_text(span['step'])} from {_at(start)}"
             f"{'' if end is None else ' until ' + _at(end)} ({_text(how)})</title></rect>"
-            f'<text x="{x0 + 3:.1f}" y="{y + 12}">{_text(span["step"])}</text>'
+            f'<text class="on-lease" x="{x0 + 3:.1f}" y="{y + 12}">{_text(span["step"])}</text>'
         )
     drawn.append(axis.draw(TOP + row_h * len(found) + 2))
     legend = (
