@@ -196,6 +196,7 @@ class Run:
     ended_at: float | None = None  # when its ending was recorded
     last_event: str = ""
     stop: tuple[float, str] | None = None  # a person's stop in effect: when, by what
+    stopped: tuple[float, str] | None = None  # the last stop, kept once lifted
     resumed_at: float | None = None  # the person lifted the stop then
     resume_at: float | None = None  # the wait the driver last recorded ends then
     said: str = "running"  # the outcome in plain words
@@ -483,7 +484,7 @@ class Folder:
                 continue
             if name == "stop-requested":
                 if run.stop is None:
-                    run.stop = (at, by)
+                    run.stop = run.stopped = (at, by)
                     run.timeline.wait(STOPPED, at, None, by)
             elif run.stop is not None or run.outcome == STOPPED:
                 run.stop = None
@@ -557,7 +558,7 @@ def _apply(report: Report, run: Run, name: str, event: dict[str, Any], at: float
         if name == STOPPED:
             by = event.get("by")
             if run.stop is None:
-                run.stop = (at, str(by) if by else "a person")
+                run.stop = run.stopped = (at, str(by) if by else "a person")
                 run.timeline.wait(STOPPED, at, None, run.stop[1])
     elif name in WAITS:
         run.resume_at = parse_iso(event.get("resume_at"))
@@ -661,7 +662,7 @@ def settle(run: Run, now: float | None) -> tuple[str, str]:
     if run.outcome in _ENDED and run.outcome != STOPPED:
         return run.outcome, _ending_words(run)
     if run.stop is not None or run.outcome == STOPPED:
-        at, by = run.stop if run.stop is not None else (run.ended_at or run.last, "a person")
+        at, by = run.stop or run.stopped or (run.ended_at or run.last, "a person")
         words = f"stopped by {_by(by)} at {_clock(at)}"
         if run.resumed_at is not None and run.stop is None:
             words += f"; resumed at {_clock(run.resumed_at)}, no turn since"
