@@ -222,7 +222,7 @@ NARROW = 80  # under this many columns the table keeps only what matters most
 
 def render(views: list[RunView], now: float, width: int | None = None) -> Table:
     """The table of claimed runs; under NARROW columns, the roadmap and its state, progress,
-    iteration and last event only, the progress bar shorter."""
+    iteration, tokens and last event only, the progress bar shorter."""
     narrow = width is not None and width < NARROW
     table = Table(
         title=f"agentcfg watch · {len(views)} claimed run{'' if len(views) == 1 else 's'}",
@@ -238,7 +238,7 @@ def render(views: list[RunView], now: float, width: int | None = None) -> Table:
         ("tokens", "right"),
         ("last event", "left"),
     )
-    shown = [c for c in columns if not narrow or c[0] not in ("next step", "elapsed", "tokens")]
+    shown = [c for c in columns if not narrow or c[0] not in ("next step", "elapsed")]
     for name, justify in shown:
         wraps = name == "next step" or (narrow and name in ("progress", "last event"))
         table.add_column(name, justify=justify, no_wrap=not wraps)  # type: ignore[arg-type]

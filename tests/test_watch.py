@@ -41,7 +41,7 @@ def busy(ws: Path) -> Path:
 
 
 def test_one_frame(busy: Path, snapshot: SnapshotAssertion) -> None:
-    result = run_cli("watch", "--once", at=[T0 + 600])
+    result = run_cli("watch", "--once", env={"COLUMNS": "100"}, at=[T0 + 600])
     assert result.exit_code == 0
     assert result.output == snapshot
 
@@ -192,8 +192,8 @@ def test_a_run_nothing_reports_on_reads_idle_and_a_wait_reads_waiting(ws: Path) 
 def test_under_80_columns_the_table_keeps_what_matters(
     busy: Path, snapshot: SnapshotAssertion
 ) -> None:
-    frame = watch.frame(Workspace(busy), {}, T0 + 600, width=60)
-    assert max(len(line) for line in frame.splitlines()) <= 60
+    frame = watch.frame(Workspace(busy), {}, T0 + 600, width=64)
+    assert max(len(line) for line in frame.splitlines()) <= 64
     assert "next step" not in frame and "stopped by a" in frame  # its words wrapped, not cut
     assert frame == snapshot
 

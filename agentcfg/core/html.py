@@ -30,6 +30,8 @@ WAIT_WORDS = {
     "paused-window": "waiting for its window",
     "stopped": "stopped by a person",
 }
+WAIT_LABELS = {"paused-usage-limit": "usage limit", "paused-window": "window",
+               "stopped": "stopped by a person"}  # fmt: skip
 # characters XML cannot hold: a hostile ledger's text is shown with a replacement mark
 _CONTROL = dict.fromkeys([*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0xFFFE, 0xFFFF], "\ufffd")
 STYLE = """
@@ -79,6 +81,7 @@ svg text { font-size: 10px; fill: var(--muted); }
 svg .axis { stroke: var(--muted); stroke-width: 1; }
 svg .grid { stroke: var(--rule); stroke-width: 1; }
 svg text.on-lease { fill: #fff; font-weight: 600; }
+svg text.wait-label { fill: var(--fg); font-weight: 600; }
 .line { fill: none; stroke: var(--accent); stroke-width: 2; }
 .point { fill: var(--accent); }
 .engage { fill: var(--accent); }
@@ -432,6 +435,12 @@ def timeline(row: dict[str, Any]) -> str:
             f'width="{max(2.0, x1 - x0):.1f}" height="{PLOT + 26}">'
             f"<title>{_text(said)}{by} from {_at(start)}"
             f"{' until ' + _at(until) if until is not None else ''}</title></rect>"
+        )
+        right = x0 > LINE_W - RIGHT - 90  # a label near the right edge ends at the span
+        drawn.append(
+            f'<text class="wait-label" x="{x0 - 3 if right else x0 + 3:.1f}" y="{TOP + 10}" '
+            f'text-anchor="{"end" if right else "start"}">'
+            f"{WAIT_LABELS.get(wait['kind'], _text(wait['kind']))}</text>"
         )
     grid = sorted({top, 0, top // 2})
     drawn += [

@@ -48,7 +48,7 @@ WAIT_GRACE = 600.0  # a wait whose resume time passed this long ago: its driver 
 # what a run is that has no ending of the ladder's: their words tell why
 UNENDED = (STOPPED, "waiting", "idle", "running")
 _ENDED = frozenset((*ENDINGS, STOPPED))  # what ends a run: a claim after it starts another
-TIMELINE_KEPT = 256  # marks, waits and closes per run on its timeline
+TIMELINE_KEPT = 128  # marks, waits and closes per run on its timeline
 CHANGES_KEPT = 100
 # runs seen at once before the oldest ended one is folded into the totals
 OPEN_RUNS = 4096
