@@ -6,6 +6,7 @@ files. Without Chromium the test fails and says how to install it."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import hook_env
+from tests.e2e.harness import AGENTCFG, SLUG, TIMEOUT, agentcfg
+from tests.e2e.test_run import RunScript, claude_setup, command, model, with_url
 
 LEDGERS = Path(__file__).parent.parent / "fixtures" / "ledgers"
 BROWSER_TIMEOUT = 120
@@ -118,3 +121,47 @@ def test_the_page_of_a_fleet_in_a_browser(tmp_path: Path) -> None:
     assert {"10:05", "10:10", "10:15", "10:20"} <= set(dom.ticks)
     text = " ".join(dom.text)
     assert "4 steps integrated, 1 reopened" in text
+
+
+class Reclaiming(RunScript):
+    """The agent under `agentcfg run` that first claims the roadmap again, as the plugin's skill
+    teaches, then closes each step its continuation names."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reclaimed = False
+
+    def reply(self, text: str, after_tool: bool) -> tuple[str, str]:
+        if not self.reclaimed and not after_tool:
+            self.reclaimed = True
+            return "tool", f"{AGENTCFG} sessions claim {SLUG}"
+        return super().reply(text, after_tool)
+
+
+def test_a_run_whose_agent_reclaimed_is_one_complete_row_everywhere(tmp_path: Path) -> None:
+    root, _home, env = claude_setup(tmp_path)
+    script = Reclaiming()
+    with model("claude", script) as url:
+        proc = subprocess.run(
+            command("claude", url), cwd=root, env=with_url(env, url), capture_output=True,
+            text=True, timeout=TIMEOUT * 2, stdin=subprocess.DEVNULL, check=False,
+        )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert script.reclaimed
+    ending = json.loads(proc.stdout)
+    assert ending["ending"] == "complete"
+    data = json.loads(agentcfg(root, env, "report", "--json"))
+    (row,) = data["rows"]  # the claim the agent made again is no second row
+    assert row["outcome"] == "complete"
+    assert row["closed"] == ending["steps_closed"] == 2
+    assert row["burndown"][-1] == 0
+    frame = agentcfg(root, {**env, "COLUMNS": "120"}, "watch", "--once")
+    assert "complete" in frame and "running" not in frame, frame
+    listing = agentcfg(root, env, "sessions", "list")
+    assert "complete at" in listing and "running" not in listing, listing
+    page = tmp_path / "page.html"
+    agentcfg(root, env, "report", "--html", str(page))
+    shown = browse(page, tmp_path / "profile", "--dump-dom")
+    dom = Dom()
+    dom.feed(shown.stdout)
+    assert (len(dom.rows), dom.outcomes) == (1, ["complete"])
