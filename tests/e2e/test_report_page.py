@@ -2,7 +2,9 @@
 a recorded ledger (a run re-claimed, waiting out a usage limit and completing, another stopped
 by the person; and a fleet of three members), its DOM is checked (one row per run, the outcomes
 in words, the time axis labelled, a lane per member) and a screenshot is kept beside the test's
-files. Without Chromium the test fails and says how to install it."""
+files. Then a real `agentcfg run` with Claude Code whose agent claims the roadmap again on its
+first turn: one complete row everywhere. Without Chromium the test fails and says how to
+install it."""
 
 from __future__ import annotations
 
