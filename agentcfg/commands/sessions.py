@@ -193,7 +193,9 @@ def list_command(as_json: bool) -> None:
     """Every claim with its age, roadmap progress and run state."""
     ws = workspace()
     moment = now()
-    rows = [claims.describe(ws, c, moment) for c in claims.all_claims(ws)]
+    found = claims.all_claims(ws)
+    rows = [claims.describe(ws, c, moment) for c in found]
+    _told(ws, list(zip(found, rows, strict=True)), moment)
     if as_json:
         emit_json(rows)
         return
@@ -202,6 +204,23 @@ def list_command(as_json: bool) -> None:
         return
     for row in rows:
         say(_line(row))
+
+
+def _told(ws: Workspace, rows: list[tuple[claims.Claim, dict[str, Any]]], moment: float) -> None:
+    """Each claim's run as the ledger tells it (`report`'s own fold): `state` on its row."""
+    if not rows:
+        return
+    from agentcfg import state
+    from agentcfg.core import report
+
+    folder = report.Folder(keep=1)
+    for line in state.ledger_lines(ws.state):
+        folder.take(line)
+    for claim, row in rows:
+        run = folder.current(claim.key, claim.slug)
+        if run is not None:
+            outcome, said = report.settle(run, moment)
+            row["state"] = {"outcome": outcome, "said": said}
 
 
 def _line(row: dict[str, Any]) -> str:
@@ -213,7 +232,10 @@ def _line(row: dict[str, Any]) -> str:
     if progress and progress["blocked"]:
         done += f", {progress['blocked']} blocked"
     run = row["run"]
-    if run is None:
+    told = row.get("state")
+    if run is not None and told is not None and told["outcome"] != "running":
+        state = f"{told['said']}; {run['iterations']} iterations"  # as `report` tells it
+    elif run is None:
         state = "no run"
     elif run["halted"]:
         state = f"halted: {run['halted']} after {run['iterations']} iterations"
@@ -232,7 +254,10 @@ def show_command(session: str | None, as_json: bool) -> None:
     ws = workspace()
     session_id = claims.resolve_session(session, os.environ, session_env())
     found = claims.read_claim(ws, claims.session_key(session_id))
-    row = claims.describe(ws, found, now()) if found else None
+    moment = now()
+    row = claims.describe(ws, found, moment) if found else None
+    if found is not None and row is not None:
+        _told(ws, [(found, row)], moment)
     if as_json:
         emit_json(row)
         return
