@@ -284,7 +284,8 @@ def ledger_lines(state: Path, limit: int = LEDGER_LINE_LIMIT) -> Iterator[bytes]
 
 
 def append_ledger(state: Path, event: dict[str, Any]) -> bool:
-    """Append one event as one line, one write, O_APPEND; False if it could not be written."""
+    """Append one event as one line, one write, O_APPEND; False if it could not be written,
+    or when the ledger is not a regular file (a FIFO nobody reads is never waited on)."""
     try:
         text = json.dumps(event, sort_keys=False, ensure_ascii=False, allow_nan=False)
     except ValueError:  # a number no JSON reader takes back
@@ -293,12 +294,14 @@ def append_ledger(state: Path, event: dict[str, Any]) -> bool:
     try:
         ensure_dir(state)
         fd = os.open(
-            state / LEDGER_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600
+            state / LEDGER_NAME,
+            os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK,
+            0o600,
         )
     except (OSError, StateError):
         return False
     try:
-        return os.write(fd, line) == len(line)
+        return stat.S_ISREG(os.fstat(fd).st_mode) and os.write(fd, line) == len(line)
     except OSError:
         return False
     finally:
