@@ -119,6 +119,8 @@ def run(
         utc_offset=offset,
         max_wait=unattended.LIMIT_WAIT if max_wait is None else max_wait,
     )
+    if (member is None) != (fleet_root is None):  # alone, --member would act as --force
+        raise click.UsageError("--member and --fleet-root are a fleet's own: they go together")
     ws = workspace()
     require_person("agentcfg run", agent_session(os.environ, ws=ws))  # a fresh run is theirs
     if agents is None and member is None and (into or coordinate or lease_ttl):
@@ -145,7 +147,7 @@ def run(
             [*options, "--", *extra], baseline=baseline,
         )  # fmt: skip
         raise SystemExit(code)
-    if member is not None and fleet_root is not None:
+    if member is not None and fleet_root is not None:  # a fleet's member: the fleet's leases
         shown = lambda line: say(f"[{member}] {line}", err=as_json)  # noqa: E731
         raise SystemExit(
             fleet_run.run_member(

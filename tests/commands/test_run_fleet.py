@@ -3,6 +3,7 @@ and nothing is left behind (no worktrees, no branches, no lease refs)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -83,3 +84,18 @@ def test_fleet_options_need_agents(ws: Path, ready: dict[str, str]) -> None:
     result = run_cli("run", "demo", "--host", "claude", "--coordinate", "origin", env=ready)
     assert result.exit_code == 2
     assert "--into, --coordinate and --lease-ttl go with --agents" in result.output
+
+
+@pytest.mark.parametrize("args", [["--member", "1"], ["--fleet-root", "."]])
+def test_a_member_run_without_its_fleet_is_refused_and_takes_no_claim_over(
+    ws: Path, tmp_path: Path, ready: dict[str, str], args: list[str]
+) -> None:
+    """`--member` is how a fleet starts its members; alone it would take a live peer's claim
+    over as `--force` does."""
+    assert run_cli("sessions", "claim", "demo", "--session", "s-peer").exit_code == 0
+    result = run_cli("run", "demo", "--host", "claude", *args, env=ready)
+    assert result.exit_code == 2
+    assert "--member and --fleet-root are a fleet's own: they go together" in result.output
+    assert left_behind(ws, tmp_path) == []
+    claims = json.loads(run_cli("sessions", "list", "--json").output)
+    assert [c["session"] for c in claims] == ["s-peer"]
