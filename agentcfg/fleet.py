@@ -7,8 +7,8 @@ import uuid
 from agentcfg import loading, state
 from agentcfg.core.roadmap import Roadmap, Step, scan
 from agentcfg.core.times import iso
-from agentcfg.errors import LeaseError, StepError
-from agentcfg.leases import TTL, Lease, Store, machine_name
+from agentcfg.errors import LeaseError, LeaseHeld, StepError
+from agentcfg.leases import TTL, Lease, Store, machine_name, name_ok
 from agentcfg.membership import Membership, forget, read_membership, remember
 from agentcfg.verify import find_step
 from agentcfg.workspace import Workspace
@@ -94,6 +94,17 @@ def join(
     return lease
 
 
+def check_leasable(roadmap: Roadmap, slug: str) -> None:
+    """LeaseError, in one line, for the first step whose id no lease ref can hold: a fleet
+    refuses such a roadmap before it starts rather than find it out step by step."""
+    for step in roadmap.steps:
+        if not name_ok(step.id):
+            raise LeaseError(
+                f"step {step.name} of `{slug}` cannot be leased: a fleet's step ids are ASCII "
+                "letters, digits, '.', '_' and '-' (number the step, e.g. **1.1**)"
+            )
+
+
 def candidates(roadmap: Roadmap, taken: set[str]) -> list[Step]:
     """Open, unblocked steps no one else holds, in roadmap order (a started one first)."""
     steps = [step for step in roadmap.steps if step.is_open and step.id not in taken]
@@ -131,6 +142,7 @@ def lease_step(
             raise StepError(f"step {step.name} is not open to lease ({why})")
         chosen = [step]
     else:
+        check_leasable(roadmap, slug)
         taken = {x.step for x in leases.values() if x.live(now) and x.holder != holder}
         chosen = candidates(roadmap, taken | exclude)
     for step in chosen:
@@ -141,8 +153,8 @@ def lease_step(
             return lease, before if lapsed else None
         # else another member holds it, or won it a moment ago: try the next
     if wanted != AUTO:
-        raise LeaseError(_held(store, slug, chosen[0]))
-    raise LeaseError(f"roadmap `{slug}` has no open step that another member does not hold")
+        raise LeaseHeld(_held(store, slug, chosen[0]))
+    raise LeaseHeld(f"roadmap `{slug}` has no open step that another member does not hold")
 
 
 def _membership(lease: Lease, ttl: float, coordinate: str | None) -> Membership:

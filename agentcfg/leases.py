@@ -87,10 +87,15 @@ def lease_from_json(data: object) -> Lease | None:
     return Lease(slug, step, holder, host, machine, taken, expires, fence)
 
 
+def name_ok(part: str) -> bool:
+    """Can a slug or step id be one part of a lease's ref name, as it is?"""
+    return _PART.fullmatch(part) is not None
+
+
 def ref_of(slug: str, step: str) -> str:
     """The lease's ref; LeaseError for a slug or step id git cannot hold in a ref name."""
     for part in (slug, step):
-        if not _PART.fullmatch(part):
+        if not name_ok(part):
             raise LeaseError(f"`{part}` cannot name a lease (letters, digits, '.', '_', '-')")
     return f"{PREFIX}/{slug}/{step}"
 

@@ -99,3 +99,20 @@ def test_a_member_run_without_its_fleet_is_refused_and_takes_no_claim_over(
     assert left_behind(ws, tmp_path) == []
     claims = json.loads(run_cli("sessions", "list", "--json").output)
     assert [c["session"] for c in claims] == ["s-peer"]
+
+
+@pytest.mark.parametrize(
+    "heading, step", [("## Phase \u0661", "\u0661.1"), ("## Phase \u212a", "\u212a.1")]
+)
+def test_step_ids_no_lease_can_name_are_refused_before_the_fleet_starts(
+    ws: Path, tmp_path: Path, ready: dict[str, str], heading: str, step: str
+) -> None:
+    (ws / "roadmaps" / "demo.md").write_text(
+        "---\nexecution:\n  mode: autonomous\n---\n" + heading + "\n- [ ] first\n- [ ] second\n"
+    )
+    committed(ws)
+    result = run_cli("run", "demo", "--host", "claude", "--agents", "2", env=ready)
+    assert result.exit_code == 1, result.output
+    assert result.output.count("\n") == 1
+    assert f"step {step} of `demo` cannot be leased: a fleet's step ids are" in result.output
+    assert left_behind(ws, tmp_path) == []
