@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 
 from agentcfg import loading, state
 from agentcfg.core.roadmap import Roadmap, Step, scan
@@ -14,6 +15,14 @@ from agentcfg.verify import find_step
 from agentcfg.workspace import Workspace
 
 AUTO = "auto"
+# set by `run --agents` for each member's host, so its agent's commands know they work in a fleet
+# on that roadmap even when the workspace's membership file is gone
+MEMBER_ENV = "AGENTCFG_FLEET"
+
+
+def member_env(env: Mapping[str, str], slug: str) -> dict[str, str]:
+    """The environment a fleet member's host runs in: `env`, naming the fleet's roadmap."""
+    return {**env, MEMBER_ENV: slug}
 
 
 def leave(ws: Workspace, slug: str, now: float) -> None:
@@ -25,11 +34,28 @@ def leave(ws: Workspace, slug: str, now: float) -> None:
     forget(ws, slug)
 
 
-def require_lease(ws: Workspace, slug: str, step_id: str) -> None:
+def require_lease(
+    ws: Workspace,
+    slug: str,
+    step_id: str,
+    env: Mapping[str, str] | None = None,
+    now: float | None = None,
+) -> None:
     """The fencing check before a step is closed in a fleet member's workspace: the step must
-    be the one it leases, and the lease still its own. Nothing to check outside a fleet."""
+    be the one it leases, and the lease still its own.
+
+    Without a membership file (the agent can delete it) two things still speak: `env` naming
+    this roadmap's fleet (a member's host runs in it) refuses any step, and, given `now`, a
+    live lease on the step in this repository's refs keeps it for the member that holds it."""
     member = read_membership(ws, slug)
     if member is None:
+        if env is not None and env.get(MEMBER_ENV) == slug:
+            raise LeaseError(
+                f"this session works in a fleet on `{slug}` and leases no step here "
+                f"(state/fleet/{slug}.json is gone): it closes no step"
+            )
+        if now is not None:
+            _unleased(ws, slug, step_id, now)
         return
     if step_id != member.step:
         raise LeaseError(
@@ -50,6 +76,20 @@ def step_of(ws: Workspace, member: Membership, wanted: str) -> str:
     if wanted == AUTO:
         return member.step
     return find_step(loading.load(ws, member.slug), wanted).id
+
+
+def _unleased(ws: Workspace, slug: str, step_id: str, now: float) -> None:
+    """LeaseError when another's live lease in this repository's refs holds the step."""
+    try:
+        _, lease = Store.open(ws.root).read(slug, step_id)
+    except LeaseError:  # no git repository here, or a step no lease can name: none is held
+        return
+    if lease is not None and lease.live(now):
+        raise LeaseError(
+            f"step {step_id} of `{slug}` is leased by {lease.holder} ({lease.host} on "
+            f"{lease.machine}) until {iso(lease.expires)}: it is that member's to close "
+            f"(a person frees it with `agentcfg leases release {slug} {step_id}`)"
+        )
 
 
 def join(

@@ -9,13 +9,14 @@ from pathlib import Path
 
 import click
 
-from agentcfg import driver, fleet_run, verify
+from agentcfg import driver, fleet, fleet_run, verify
 from agentcfg.agents import agent_session, require_person
 from agentcfg.commands import clock, count, duration, emit_json, json_option, say, workspace
 from agentcfg.core import unattended
 from agentcfg.core.evidence import baseline_line, baseline_total
 from agentcfg.errors import AgentcfgError
 from agentcfg.leases import TTL
+from agentcfg.workspace import Workspace
 
 
 def _passed_on(
@@ -149,10 +150,11 @@ def run(
         raise SystemExit(code)
     if member is not None and fleet_root is not None:  # a fleet's member: the fleet's leases
         shown = lambda line: say(f"[{member}] {line}", err=as_json)  # noqa: E731
+        env = fleet.member_env(os.environ, Workspace(Path(fleet_root)).canonical(slug))
         raise SystemExit(
             fleet_run.run_member(
                 ws, Path(fleet_root), slug, host, member, into, coordinate, lease_ttl or TTL,
-                lambda tree: driver.drive(tree, request, ready, os.environ, clock(), shown),
+                lambda tree: driver.drive(tree, request, ready, env, clock(), shown),
             )
         )  # fmt: skip
     baseline()

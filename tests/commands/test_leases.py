@@ -6,8 +6,10 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
 from syrupy.assertion import SnapshotAssertion
 
+from agentcfg import fleet
 from agentcfg.leases import Store
 from tests.conftest import run_cli
 
@@ -97,3 +99,46 @@ def test_roadmap_done_in_a_members_workspace_closes_only_its_leased_step(ws: Pat
     fenced = run_cli("roadmap", "done", "demo", "1.2", "--no-verify")
     assert fenced.exit_code == 1 and "fence 1 is no longer current" in fenced.output
     assert "- [ ] **1.2**" in (ws / "roadmaps" / "demo.md").read_text()
+
+
+def test_a_member_without_its_membership_file_still_cannot_close_anothers_step(
+    ws: Path, tmp_path: Path
+) -> None:
+    """The membership file is the agent's to delete: the lease refs still say whose step is whose."""
+    git_init(ws)
+    subprocess.run(["git", "-C", str(ws), "add", "."], check=True)
+    commit = ["git", "-C", str(ws), "-c", "user.name=p", "-c", "user.email=p@example.invalid"]
+    subprocess.run([*commit, "commit", "-qm", "start"], check=True)
+    peer = tmp_path / "peer"
+    subprocess.run(["git", "-C", str(ws), "worktree", "add", "-q", str(peer)], check=True)
+    assert run_cli("sessions", "claim", "demo", "--session", "s-1", "--step", "1.2").exit_code == 0
+    with pytest.MonkeyPatch.context() as there:
+        there.chdir(peer)
+        taken = run_cli("sessions", "claim", "demo", "--session", "s-2", "--step", "1.3")
+        assert taken.exit_code == 0, taken.output
+    (ws / "state" / "fleet" / "demo.json").unlink()
+    refused = run_cli("roadmap", "done", "demo", "1.3", "--no-verify")
+    assert refused.exit_code == 1
+    assert refused.output.count("\n") == 1
+    assert "step 1.3 of `demo` is leased by " in refused.output
+    assert "it is that member's to close" in refused.output
+    assert "- [ ] **1.3**" in (ws / "roadmaps" / "demo.md").read_text()
+
+
+def test_a_fleet_members_agent_closes_nothing_once_its_membership_file_is_gone(ws: Path) -> None:
+    """`run --agents` tells each member's host it works in a fleet (AGENTCFG_FLEET)."""
+    git_init(ws)
+    assert run_cli("sessions", "claim", "demo", "--session", "s-1", "--step", "1.2").exit_code == 0
+    (ws / "state" / "fleet" / "demo.json").unlink()
+    env = fleet.member_env({"PATH": "/usr/bin:/bin"}, "demo")
+    assert env == {"PATH": "/usr/bin:/bin", "AGENTCFG_FLEET": "demo"}
+    refused = run_cli("roadmap", "done", "demo", "1.2", "--no-verify", env=env)
+    assert refused.exit_code == 1 and refused.output.count("\n") == 1
+    assert "works in a fleet on `demo` and leases no step here" in refused.output
+    assert "- [ ] **1.2**" in (ws / "roadmaps" / "demo.md").read_text()
+    elsewhere = run_cli(
+        "roadmap", "done", "demo", "1.3", "--no-verify", env={"AGENTCFG_FLEET": "x"}
+    )
+    assert elsewhere.exit_code == 0, (
+        elsewhere.output
+    )  # another roadmap's fleet, a step no one leases
