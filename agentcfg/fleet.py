@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
-from agentcfg import loading, state
+from agentcfg import claims, loading, state
 from agentcfg.core.roadmap import Roadmap, Step, scan
 from agentcfg.core.times import iso
-from agentcfg.errors import LeaseError, LeaseHeld, StepError
+from agentcfg.errors import AgentcfgError, LeaseError, LeaseHeld, StepError
 from agentcfg.leases import TTL, Lease, Store, machine_name, name_ok
 from agentcfg.membership import Membership, forget, read_membership, remember
+from agentcfg.paths import LOCKS
 from agentcfg.verify import find_step
 from agentcfg.workspace import Workspace
 
 AUTO = "auto"
+CLAIM_WAIT = 120.0  # claims with --step in one workspace queue: each may take a lease on a remote
 # set by `run --agents` for each member's host, so its agent's commands know they work in a fleet
 # on that roadmap even when the workspace's membership file is gone
 MEMBER_ENV = "AGENTCFG_FLEET"
@@ -90,6 +92,45 @@ def _unleased(ws: Workspace, slug: str, step_id: str, now: float) -> None:
             f"{lease.machine}) until {iso(lease.expires)}: it is that member's to close "
             f"(a person frees it with `agentcfg leases release {slug} {step_id}`)"
         )
+
+
+def claim_step(
+    ws: Workspace,
+    slug: str,
+    wanted: str,
+    claim: Callable[[], None],
+    *,
+    session_id: str | None,
+    force: bool,
+    inside: bool = False,
+    host: str,
+    coordinate: str | None,
+    now: float,
+    ttl: float = TTL,
+) -> Lease:
+    """`sessions claim --step`: a step's lease for this workspace's member, then the claim
+    `claim` makes, one such claim at a time in the workspace (its membership file is one).
+
+    Another session's live claim on the roadmap refuses it before any lease is touched; a
+    claim refused after the lease was taken (a person's stop) gives back the lease it took
+    and leaves the workspace's membership as it found it."""
+    slug = ws.canonical(slug)
+    with state.locked(ws.state / LOCKS / f"claim-step-{slug}.lock", timeout=CLAIM_WAIT):
+        claims.check_peers(ws, slug, session_id, now, force, inside)
+        before = read_membership(ws, slug)
+        lease = join(ws, slug, wanted, host=host, coordinate=coordinate, now=now, ttl=ttl)
+        try:
+            claim()
+        except AgentcfgError:
+            if before is None or before.step != lease.step:  # a lease this claim took
+                store = Store.open(ws.root, coordinate)
+                store.release(slug, lease.step, lease.holder, now=now)
+            if before is None:
+                forget(ws, slug)
+            else:
+                remember(ws, before)
+            raise
+    return lease
 
 
 def join(

@@ -72,8 +72,8 @@ def test_a_fleet_claim_leases_a_step_and_names_it(ws: Path) -> None:
 
 
 def test_a_fleet_claim_that_fails_gives_its_lease_back(ws: Path) -> None:
+    """A person's stop refuses the claim once the lease is taken: the lease goes back."""
     git_init(ws)
-    run_cli("sessions", "claim", "demo", "--session", "s-1")
     assert run_cli("stop", "demo").exit_code == 0
     refused = run_cli("sessions", "claim", "demo", "--session", "s-2", "--step", "auto")
     assert refused.exit_code == 1
@@ -142,3 +142,22 @@ def test_a_fleet_members_agent_closes_nothing_once_its_membership_file_is_gone(w
     assert elsewhere.exit_code == 0, (
         elsewhere.output
     )  # another roadmap's fleet, a step no one leases
+
+
+def test_a_refused_fleet_claim_touches_nothing_of_the_session_that_holds_the_roadmap(
+    ws: Path,
+) -> None:
+    git_init(ws)
+    assert run_cli("sessions", "claim", "demo", "--session", "s-1", "--step", "auto").exit_code == 0
+    membership = (ws / "state" / "fleet" / "demo.json").read_text()
+    leases = run_cli("leases", "--json").output
+    for step in ("auto", "1.3"):
+        refused = run_cli("sessions", "claim", "demo", "--session", "s-2", "--step", step)
+        assert refused.exit_code == 1
+        assert "roadmap `demo` is claimed by session s-1" in refused.output
+        assert refused.output.count("\n") == 1
+        assert (ws / "state" / "fleet" / "demo.json").read_text() == membership
+        assert run_cli("leases", "--json").output == leases
+    assert [c["session"] for c in json.loads(run_cli("sessions", "list", "--json").output)] == [
+        "s-1"
+    ]
