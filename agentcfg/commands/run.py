@@ -15,7 +15,7 @@ from agentcfg.commands import clock, count, duration, emit_json, json_option, sa
 from agentcfg.core import unattended
 from agentcfg.core.evidence import baseline_line, baseline_total
 from agentcfg.errors import AgentcfgError
-from agentcfg.leases import TTL
+from agentcfg.leases import TTL, check_ttl
 from agentcfg.workspace import Workspace
 
 
@@ -126,6 +126,8 @@ def run(
     require_person("agentcfg run", agent_session(os.environ, ws=ws))  # a fresh run is theirs
     if agents is None and member is None and (into or coordinate or lease_ttl):
         raise click.UsageError("--into, --coordinate and --lease-ttl go with --agents")
+    if lease_ttl is not None:
+        check_ttl(lease_ttl)
     request = driver.Request(slug, host, policy, extra, force or member is not None, fresh_per_step)
     ready = driver.prepare(ws, request, os.environ, Path.home())
     signal.signal(signal.SIGTERM, driver.on_sigterm)

@@ -27,10 +27,10 @@ def test_the_list_says_who_holds_each_step(ws: Path, snapshot: SnapshotAssertion
     store.take("demo", "1.2", "session-b", host="codex", now=PAST)
     store.take("demo", "1.3", "session-c", host="gemini", now=FUTURE)
     store.release("demo", "1.3", "session-c", now=FUTURE)
-    listed = run_cli("leases", "demo")
+    listed = run_cli("leases", "demo", at=[FUTURE])
     assert listed.exit_code == 0
     assert listed.output.replace(store.all()[0].machine, "MACHINE") == snapshot
-    as_json = json.loads(run_cli("leases", "--json").output)
+    as_json = json.loads(run_cli("leases", "--json", at=[FUTURE]).output)
     assert [(x["step"], x["state"]) for x in as_json] == [
         ("1.1", "held"),
         ("1.2", "expired"),
@@ -161,3 +161,11 @@ def test_a_refused_fleet_claim_touches_nothing_of_the_session_that_holds_the_roa
     assert [c["session"] for c in json.loads(run_cli("sessions", "list", "--json").output)] == [
         "s-1"
     ]
+
+
+def test_a_lease_written_by_hand_to_outlive_every_lease_is_listed_as_forged(ws: Path) -> None:
+    git_init(ws)
+    Store.open(ws).take("demo", "1.1", "session-a", host="claude", now=FUTURE)
+    listed = json.loads(run_cli("leases", "--json", at=[PAST]).output)
+    assert [(x["step"], x["state"]) for x in listed] == [("1.1", "forged")]
+    assert run_cli("leases", "demo", at=[PAST]).output.startswith("demo 1.1: forged, fence 1; ")

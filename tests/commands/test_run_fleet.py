@@ -68,6 +68,7 @@ def test_zero_agents_is_a_usage_error(ws: Path, ready: dict[str, str]) -> None:
             ["--into", "other"],
             "--into other: check out `other` here first (now on `main`)",
         ),
+        (committed, ["--lease-ttl", "2d"], "--lease-ttl 2d0h: a lease lasts at most 24h"),
     ],
 )
 def test_a_fleet_that_cannot_start_is_one_line_and_leaves_nothing(
