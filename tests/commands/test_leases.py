@@ -169,3 +169,12 @@ def test_a_lease_written_by_hand_to_outlive_every_lease_is_listed_as_forged(ws: 
     listed = json.loads(run_cli("leases", "--json", at=[PAST]).output)
     assert [(x["step"], x["state"]) for x in listed] == [("1.1", "forged")]
     assert run_cli("leases", "demo", at=[PAST]).output.startswith("demo 1.1: forged, fence 1; ")
+
+
+def test_a_fleet_claim_on_step_ids_no_lease_can_name_is_one_line(ws: Path) -> None:
+    git_init(ws)
+    (ws / "roadmaps" / "demo.md").write_text("## Phase \u0661\n- [ ] first\n")
+    refused = run_cli("sessions", "claim", "demo", "--session", "s-1", "--step", "auto")
+    assert refused.exit_code == 1 and refused.output.count("\n") == 1
+    assert "step \u0661.1 of `demo` cannot be leased" in refused.output
+    assert not (ws / "state" / "claims").exists() or not list((ws / "state" / "claims").iterdir())

@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from agentcfg import driver, fleet_run
+from agentcfg.workspace import Workspace
 from tests.conftest import run_cli
 
 
@@ -117,3 +120,26 @@ def test_step_ids_no_lease_can_name_are_refused_before_the_fleet_starts(
     assert result.output.count("\n") == 1
     assert f"step {step} of `demo` cannot be leased: a fleet's step ids are" in result.output
     assert left_behind(ws, tmp_path) == []
+
+
+def test_a_members_host_runs_with_the_fleets_roadmap_named(
+    ws: Path, ready: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`roadmap done` in the member's agent refuses every step once its membership file is
+    gone: AGENTCFG_FLEET tells it the workspace works in a fleet."""
+    seen: list[str | None] = []
+
+    def drive(tree: Workspace, request: object, ready: object, env: Any, *rest: object) -> None:
+        seen.append(env.get("AGENTCFG_FLEET"))
+
+    def run_member(ws: Workspace, root: Path, *args: Any) -> int:
+        args[-1](ws)
+        return 0
+
+    monkeypatch.setattr(driver, "drive", drive)
+    monkeypatch.setattr(fleet_run, "run_member", run_member)
+    result = run_cli(
+        "run", "demo", "--host", "claude", "--member", "1", "--fleet-root", str(ws), env=ready
+    )
+    assert result.exit_code == 0, result.output
+    assert seen == ["demo"]
