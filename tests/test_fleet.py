@@ -21,6 +21,7 @@ from tests.conftest import hook_env
 from tests.test_leases import git, make_repo
 
 NOW = 1_800_000_000.0
+CLONES = 3  # of one shared remote, where sessions race to claim with --step
 ROADMAP = parse_roadmap(
     "## Phase 1\n"
     "- [x] **1.1** done already\n"
@@ -140,7 +141,7 @@ def test_concurrent_fleet_claims_on_clones_leave_each_lease_to_a_member_that_kno
     held on the remote is a winner's, named in its clone's membership."""
     seed = make_repo(tmp_path / "seed")
     (seed / "roadmaps").mkdir()
-    steps = "".join(f"- [ ] **1.{n}** step {n}\n" for n in range(1, 13))
+    steps = "".join(f"- [ ] **1.{n}** step {n}\n" for n in range(1, 4 * CLONES + 1))
     (seed / "roadmaps" / "demo.md").write_text(
         "---\nexecution:\n  mode: autonomous\n---\n## Phase 1\n" + steps
     )
@@ -149,7 +150,7 @@ def test_concurrent_fleet_claims_on_clones_leave_each_lease_to_a_member_that_kno
     git(seed, "commit", "-qm", "roadmap")
     remote = tmp_path / "remote.git"
     git(tmp_path, "clone", "-q", "--bare", str(seed), str(remote))
-    clones = [tmp_path / f"clone-{k}" for k in range(3)]
+    clones = [tmp_path / f"clone-{k}" for k in range(CLONES)]
     for clone in clones:
         git(tmp_path, "clone", "-q", str(remote), str(clone))
     claim = [sys.executable, "-m", "agentcfg", "sessions", "claim", "demo", "--step", "auto"]
