@@ -133,6 +133,7 @@ def test_a_turn_end_renews_the_lease_once_half_its_time_is_gone(ws: Path) -> Non
     assert renew(one, renewed, NOW + 80) is None
 
 
+@pytest.mark.slow  # fifteen processes at once, each with its git: a scale test
 def test_concurrent_fleet_claims_on_clones_leave_each_lease_to_a_member_that_knows_it(
     tmp_path: Path,
 ) -> None:
