@@ -359,6 +359,19 @@ def _live_peers(
     return peers
 
 
+def check_peers(
+    ws: Workspace,
+    slug: str,
+    session_id: str | None,
+    now: float,
+    force: bool = False,
+    inside: bool = False,
+) -> None:
+    """ClaimError when another session's live claim on `slug` would refuse this one's
+    (`session_id` None: any live claim); checked before a claim's work, changing nothing."""
+    _live_peers(ws, slug, session_id, now, force, inside)
+
+
 def release(ws: Workspace, session_id: str, *, now: float, inside: bool = False) -> Claim | None:
     """Remove this session's claim and its run state; the claim that was removed, if any.
 

@@ -23,7 +23,7 @@ from agentcfg import driver, evidence, fleet, loading, state, trust
 from agentcfg.config import load_config
 from agentcfg.core.roadmap import scan
 from agentcfg.core.unattended import EXIT_CODES
-from agentcfg.errors import AgentcfgError, IntegrationError, LeaseError
+from agentcfg.errors import AgentcfgError, IntegrationError, LeaseError, LeaseHeld
 from agentcfg.integrate import Integration, has_identity, integrate
 from agentcfg.leases import IDENTITY, TTL, Lease, Store
 from agentcfg.paths import LOCKS, STATE, WORKTREES
@@ -98,6 +98,7 @@ def plan(
     tracked = _git(root, "ls-files", "--error-unmatch", "--", f"roadmaps/{slug}.md", check=False)
     if tracked.returncode != 0:
         raise AgentcfgError(f"roadmaps/{slug}.md is not committed on `{current}`: commit it first")
+    fleet.check_leasable(loading.load(ws, slug), slug)
     return Fleet(root, slug, current, host, coordinate, ttl)
 
 
@@ -189,7 +190,7 @@ def member_loop(
                 ledger=main,
                 member=n,
             )
-        except LeaseError:
+        except LeaseHeld:
             sleep(POLL)  # every open step is another member's for now; leases run out
             continue
         # Another member may have closed the step since the sync above and given its lease

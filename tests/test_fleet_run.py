@@ -345,3 +345,20 @@ def test_each_member_process_works_in_its_own_worktree_whatever_agentcfg_root_sa
     )
     assert fleet_run.wait_members(procs) == [0, 0]
     assert [(seen / str(n)).read_text() for n in (1, 2)] == [str(m.root) for m in members]
+
+
+def test_a_step_id_no_lease_can_name_ends_a_member_instead_of_waiting_forever(
+    repo: tuple[Path, dict[str, str]],
+) -> None:
+    """Taken on the fleet's branch after the fleet started: the member says so and ends."""
+    root, env = repo
+    the_fleet = plan(root, "demo", "claude", None, None, 60)
+    (one,) = prepare_members(the_fleet, 1, env)
+    (root / "roadmaps" / "demo.md").write_text(
+        "---\nexecution:\n  mode: autonomous\n---\n## Phase \uff11\n- [ ] **\uff11.\uff11** fullwidth\n"
+    )
+    git(root, "-c", "user.email=f@example.invalid", "-c", "user.name=f", "commit", "-qam", "ids")
+    waits: list[float] = []
+    with pytest.raises(AgentcfgError, match=r"step \uff11\.\uff11 of `demo` cannot be leased"):
+        member_loop(the_fleet, one, 1, agent(env, []), env, timeout=30, sleep=waits.append)
+    assert waits == []

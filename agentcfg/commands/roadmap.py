@@ -18,7 +18,6 @@ from agentcfg.core.lint import lint
 from agentcfg.core.roadmap import Step
 from agentcfg.core.texts import plural
 from agentcfg.errors import RoadmapError
-from agentcfg.membership import membership_path
 from agentcfg.verify import VerifyResult
 
 
@@ -217,8 +216,9 @@ def done_command(slug: str, step_query: str, no_verify: bool) -> None:
     """Run a step's verify line and, when it passes, mark the step's box done."""
     ws = workspace()
     slug = ws.canonical(slug)
-    if membership_path(ws, slug).exists():  # a fleet member closes its own leased step only
-        fleet.require_lease(ws, slug, verify.find_step(loading.load(ws, slug), step_query).id)
+    # a fleet member closes its own leased step only, and no one a step another member leases
+    step_id = verify.find_step(loading.load(ws, slug), step_query).id
+    fleet.require_lease(ws, slug, step_id, os.environ, now())
     outcome = verify.done(ws, slug, step_query, os.environ, no_verify)
     step, result = outcome.step, outcome.result
     if result is not None and not result.passed:

@@ -13,7 +13,6 @@ from agentcfg.agents import agent_session
 from agentcfg.commands import count, duration, emit_json, json_option, now, say, workspace
 from agentcfg.core.times import format_duration, iso
 from agentcfg.doctor import cap_findings
-from agentcfg.errors import AgentcfgError
 from agentcfg.hosts.registry import host_of, session_env
 from agentcfg.leases import TTL
 from agentcfg.membership import read_membership
@@ -71,27 +70,24 @@ def claim_command(
     if step is None and (coordinate is not None or lease_ttl is not None):
         raise click.UsageError("--coordinate and --lease-ttl go with --step")
     inside = agent_session(os.environ, ws=ws) is not None
-    lease = held = None
-    if step is not None:
-        held = read_membership(ws, ws.canonical(slug))
-        if inside and held is not None:  # a member's agent works the one step it leases
-            fleet.require_lease(ws, held.slug, fleet.step_of(ws, held, step))
-        host = host_of(os.environ)
-        lease = fleet.join(
-            ws, slug, step, host=host.NAME if host else "unknown", coordinate=coordinate,
-            now=now(), ttl=lease_ttl or TTL,
-        )  # fmt: skip
-    try:
+    if step is None:
         _claim(ws, slug, force, session, max_iterations, wall_clock, max_tokens, inside)
-    except AgentcfgError:
-        if lease is not None and held is None:  # a lease held before is never given back here
-            fleet.leave(ws, lease.slug, now())
-        raise
-    if lease is not None:
-        say(
-            f"leased step {lease.step} of `{lease.slug}` (fence {lease.fence}) until "
-            f"{iso(lease.expires)}: close this step only; each turn end renews the lease"
-        )
+        return
+    held = read_membership(ws, ws.canonical(slug))
+    if inside and held is not None:  # a member's agent works the one step it leases
+        fleet.require_lease(ws, held.slug, fleet.step_of(ws, held, step))
+    host = host_of(os.environ)
+    lease = fleet.claim_step(
+        ws, slug, step,
+        lambda: _claim(ws, slug, force, session, max_iterations, wall_clock, max_tokens, inside),
+        session_id=claims.find_session(session, os.environ, session_env()), force=force,
+        inside=inside, host=host.NAME if host else "unknown", coordinate=coordinate, now=now(),
+        ttl=lease_ttl or TTL,
+    )  # fmt: skip
+    say(
+        f"leased step {lease.step} of `{lease.slug}` (fence {lease.fence}) until "
+        f"{iso(lease.expires)}: close this step only; each turn end renews the lease"
+    )
 
 
 def _claim(
