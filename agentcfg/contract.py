@@ -8,8 +8,8 @@ load here: the stop hook reads both files on every fire of a claimed run.
 Both grow with the roadmap's steps, never with its verify runs: a record holds each step in
 about 100 bytes, and the receipts keep, for each step's text and verify line, its newest
 passing receipt and its newest one; receipts no step nor contract holds any more are kept
-only as the newest RECEIPTS_KEPT. Both are read up to state.RECORD_LIMIT (docs/architecture.md,
-section 6).
+only as the newest RECEIPTS_KEPT. A record is read up to state.RECORD_LIMIT, the receipts up
+to RECEIPTS_LIMIT (docs/architecture.md, section 6).
 """
 
 from __future__ import annotations
@@ -48,6 +48,8 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
 VERSION = 2  # 2: compact, each step a list; a record of version 1 is read the same
 READABLE = (1, 2)
 RECEIPTS_KEPT = 1000  # receipts of texts and verify lines nothing holds any more: the newest
+# two receipts of each of 64,000 steps (about 370 bytes each), and the rest
+RECEIPTS_LIMIT = 3 * state.RECORD_LIMIT
 
 
 def path_of(ws: Workspace, key: str, slug: str) -> Path:
@@ -186,7 +188,7 @@ def receipts_path(ws: Workspace, slug: str) -> Path:
 
 def receipt_items(ws: Workspace, slug: str) -> list[dict[str, Any]]:
     """The roadmap's receipts as stored, oldest first: each the fields of its `verified` event."""
-    data = state.read_json(receipts_path(ws, slug), limit=state.RECORD_LIMIT)
+    data = state.read_json(receipts_path(ws, slug), limit=RECEIPTS_LIMIT)
     listed = data.get("receipts") if data is not None else None
     return [r for r in listed if isinstance(r, dict)] if isinstance(listed, list) else []
 

@@ -21,12 +21,12 @@ def record(ws: Workspace, slug: str, step: str, command: str, now: float) -> Non
     """Remember that a step's verify line passed."""
     path = path_of(ws, slug)
     with state.locked(path.with_suffix(".lock")):
-        proofs = state.read_json(path) or {}
+        proofs = state.read_json(path, limit=state.RECORD_LIMIT) or {}  # one a step
         proofs[step] = {"command": command, "passed_at": iso_ms(now)}
-        state.write_json(path, proofs)
+        state.write_json(path, proofs, compact=True)
 
 
 def proven_since(ws: Workspace, slug: str, step: str, since: float) -> bool:
-    proof = (state.read_json(path_of(ws, slug)) or {}).get(step)
+    proof = (state.read_json(path_of(ws, slug), limit=state.RECORD_LIMIT) or {}).get(step)
     at = parse_iso(proof.get("passed_at")) if isinstance(proof, dict) else None
     return at is not None and at >= since

@@ -21,9 +21,10 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
     from typing import Any, BinaryIO
 
 STATE_FILE_LIMIT = 1024 * 1024
-# a run's contract and a roadmap's receipts grow with its steps: read up to this size, which
-# holds those of the largest roadmap the hook judges within its time (docs/architecture.md, §6)
-RECORD_LIMIT = 64 * 1024 * 1024
+# a file that grows with a roadmap's steps (a run's contract, the proofs, the gate's marks):
+# one of 100,000 steps fits, and the hook reads one this size well within its time budget
+# (docs/architecture.md, section 6; `make bench` measures it)
+RECORD_LIMIT = 16 * 1024 * 1024
 LEDGER_LINE_LIMIT = 1024 * 1024
 LOCK_TIMEOUT = 5.0
 STALE_TEMP = 60.0  # seconds: a temp file this old belongs to a writer that was killed

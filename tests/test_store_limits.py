@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agentcfg import contract, loading, state
+from agentcfg import contract, loading, proofs, state
 from agentcfg.core.contract import baseline, command_hash, judge, text_hash
 from agentcfg.core.times import iso_ms
 from agentcfg.workspace import Workspace
@@ -175,3 +175,16 @@ def test_a_fifty_thousand_step_roadmap_claimed_and_fired_does_not_halt(ws: Path)
     events = [e["event"] for e in ledger(ws)]
     assert events[-2:] == ["engage", "engage"]
     assert not any(e.startswith("halt") for e in events)
+
+
+def test_the_proofs_of_a_long_roadmap_outgrow_a_state_file_and_stay(two: Workspace) -> None:
+    many = {
+        f"9.{n}": {"command": f"pytest -k step{n}", "passed_at": iso_ms(1.0)} for n in range(30_000)
+    }
+    state.write_json(
+        proofs.path_of(two, "r"), {"1.1": {"command": "echo one", "passed_at": iso_ms(5.0)}, **many}
+    )
+    assert proofs.path_of(two, "r").stat().st_size > state.STATE_FILE_LIMIT
+    proofs.record(two, "r", "1.2", "echo two", 6.0)
+    assert proofs.proven_since(two, "r", "1.1", 4.0)
+    assert proofs.proven_since(two, "r", "1.2", 6.0)

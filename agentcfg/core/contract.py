@@ -182,15 +182,22 @@ def _match(
     taken: set[int] = set()
     found: list[Step | None] = [None] * len(terms)
     for n, term in enumerate(terms):  # the same text first, where it kept its id
-        same = [s for s in by_text.get(term.text, ()) if id(s) not in taken]
-        pick = next((s for s in same if s.id == term.id), same[0] if same else None)
+        pick = None
+        for step in by_text.get(term.text, ()):
+            if id(step) not in taken:
+                if step.id == term.id:
+                    pick = step
+                    break
+                pick = step if pick is None else pick
         if pick is not None:
             found[n] = pick
             taken.add(id(pick))
+    if None not in found:
+        return found
     by_id = {s.id: s for s in steps}
     for n, term in enumerate(terms):  # then a reworded step, where its id still is
-        same_id = by_id.get(term.id)
-        if found[n] is None and same_id is not None and id(same_id) not in taken:
+        same_id = by_id.get(term.id) if found[n] is None else None
+        if same_id is not None and id(same_id) not in taken:
             found[n] = same_id
             taken.add(id(same_id))
     return found
