@@ -34,6 +34,7 @@ from agentcfg.core.contract import (
 )
 from agentcfg.core.digest import sha256_hex
 from agentcfg.core.times import parse_iso
+from agentcfg.errors import StateError
 from agentcfg.paths import CONTRACTS, RECEIPTS, STATE
 from agentcfg.workspace import Workspace
 
@@ -48,7 +49,7 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
 VERSION = 2  # 2: compact, each step a list; a record of version 1 is read the same
 READABLE = (1, 2)
 RECEIPTS_KEPT = 1000  # receipts of texts and verify lines nothing holds any more: the newest
-# two receipts of each of 64,000 steps (about 370 bytes each), and the rest
+# a receipt takes about 370 bytes: one each for some 65,000 steps, the hook reads them in time
 RECEIPTS_LIMIT = 3 * state.RECORD_LIMIT
 
 
@@ -86,7 +87,8 @@ def read(ws: Workspace, key: str, slug: str) -> tuple[Contract | None, str]:
 def write(ws: Workspace, key: str, slug: str, contract: Contract) -> None:
     body = to_json(contract)
     record = {"version": VERSION, "slug": slug, "contract": body, "digest": _digest(body)}
-    state.write_json(path_of(ws, key, slug), record, compact=True)
+    # never larger than `read` takes: a claim of too long a roadmap fails, and says so
+    state.write_json(path_of(ws, key, slug), record, compact=True, limit=state.RECORD_LIMIT)
 
 
 def lock(ws: Workspace, key: str, slug: str) -> AbstractContextManager[None]:
@@ -187,10 +189,18 @@ def receipts_path(ws: Workspace, slug: str) -> Path:
 
 
 def receipt_items(ws: Workspace, slug: str) -> list[dict[str, Any]]:
-    """The roadmap's receipts as stored, oldest first: each the fields of its `verified` event."""
-    data = state.read_json(receipts_path(ws, slug), limit=RECEIPTS_LIMIT)
+    """The roadmap's receipts as stored, oldest first: each the fields of its `verified` event;
+    none when the file is missing or cannot be read."""
+    return _stored(receipts_path(ws, slug)) or []
+
+
+def _stored(path: Path) -> list[dict[str, Any]] | None:
+    """The receipts in `path`; [] when there is no such file, None when it cannot be read."""
+    data = state.read_json(path, limit=RECEIPTS_LIMIT)
     listed = data.get("receipts") if data is not None else None
-    return [r for r in listed if isinstance(r, dict)] if isinstance(listed, list) else []
+    if not isinstance(listed, list):
+        return None if os.path.lexists(path) else []
+    return [r for r in listed if isinstance(r, dict)]
 
 
 def read_receipts(ws: Workspace, slug: str) -> tuple[Receipt, ...]:
@@ -224,8 +234,14 @@ def add_receipt(ws: Workspace, slug: str, fields: dict[str, Any], roadmap: Roadm
 
     path = receipts_path(ws, slug)
     with state.locked(path.with_suffix(".lock")):
-        kept = _kept([*receipt_items(ws, slug), fields], held)
-        state.write_json(path, {"receipts": kept}, compact=True)
+        stored = _stored(path)
+        if stored is None:  # never written over: every step's proof would go with it
+            raise StateError(
+                f"{STATE}/{RECEIPTS}/{slug}.json cannot be read (odd, or larger than "
+                f"{RECEIPTS_LIMIT >> 20} MiB); move it away to keep receipts again"
+            )
+        kept = _kept([*stored, fields], held)
+        state.write_json(path, {"receipts": kept}, compact=True, limit=RECEIPTS_LIMIT)
 
 
 def _kept(

@@ -15,6 +15,7 @@ import pytest
 from agentcfg import contract, loading, proofs, state
 from agentcfg.core.contract import baseline, command_hash, judge, text_hash
 from agentcfg.core.times import iso_ms
+from agentcfg.errors import StateError
 from agentcfg.workspace import Workspace
 from testing.simhost import SimulatedHost
 from tests.conftest import hook_env, ledger, run_cli, write_roadmap
@@ -188,3 +189,23 @@ def test_the_proofs_of_a_long_roadmap_outgrow_a_state_file_and_stay(two: Workspa
     proofs.record(two, "r", "1.2", "echo two", 6.0)
     assert proofs.proven_since(two, "r", "1.1", 4.0)
     assert proofs.proven_since(two, "r", "1.2", 6.0)
+
+
+def test_receipts_that_cannot_be_read_are_never_written_over(two: Workspace) -> None:
+    path = contract.receipts_path(two, "r")
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b'{"receipts": []}' + b" " * contract.RECEIPTS_LIMIT)  # past the limit
+    with pytest.raises(StateError, match=r"state/receipts/r.json cannot be read .* move it away"):
+        contract.add_receipt(two, "r", receipt_of(two, "r", 0, 1.0), loading.load(two, "r"))
+    assert path.stat().st_size > contract.RECEIPTS_LIMIT
+
+
+def test_a_record_is_never_written_larger_than_it_is_read(
+    two: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(state, "RECORD_LIMIT", 1000)
+    made = baseline(loading.load(two, "r"), 1.0)
+    many = made._replace(terms=made.terms * 10)
+    with pytest.raises(StateError, match="larger than"):
+        contract.write(two, KEY, "r", many)
+    assert not contract.path_of(two, KEY, "r").exists()
