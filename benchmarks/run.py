@@ -201,19 +201,22 @@ def in_turns(
     given, gets each case's run times in milliseconds in the order they were taken."""
     samples: dict[str, list[float]] = {name: [] for name in cases}
     peaks: dict[str, list[float]] = {name: [] for name in cases}
+    cpus: dict[str, list[float]] = {name: [] for name in cases}
     for n in range(runs + 1):
         for name, case in cases.items():
-            elapsed, peak = run_once(case)
+            elapsed, peak, cpu = run_once(case)
             if n:  # the first run warms the caches
                 samples[name].append(elapsed)
                 peaks[name].append(peak)
+                cpus[name].append(cpu)
     if rounds is not None:
         rounds.update({name: [t * 1000 for t in samples[name]] for name in cases})
-    return {name: summary(samples[name], peaks[name]) for name in cases}
+    return {name: summary(samples[name], peaks[name], cpus[name]) for name in cases}
 
 
-def run_once(case: Case) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB) of one run of the case's process."""
+def run_once(case: Case) -> tuple[float, float, float]:
+    """Wall seconds, peak RSS (MiB) and CPU seconds (user and system) of one run of the case's
+    process: on a busy machine the CPU time is what the process itself cost."""
     if case.setup:
         case.setup()
     data = case.stdin() if case.stdin else b""
@@ -234,7 +237,7 @@ def run_once(case: Case) -> tuple[float, float]:
     code = os.waitstatus_to_exitcode(status)
     if code != case.expect:
         raise SystemExit(f"{case.command}: exit {code}, expected {case.expect}: {err[-500:]!r}")
-    return elapsed, usage.ru_maxrss / 1024
+    return elapsed, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
 def guard_check(root: Path, files: int) -> dict[str, float]:
@@ -257,7 +260,10 @@ def guard_check(root: Path, files: int) -> dict[str, float]:
     return summary(samples, [0.0])
 
 
-def summary(samples: list[float], peaks: list[float]) -> dict[str, float]:
+def summary(
+    samples: list[float], peaks: list[float], cpus: list[float] | None = None
+) -> dict[str, float]:
+    """Median, quartiles and extremes of the run times; peak RSS; median CPU time when known."""
     quartiles = statistics.quantiles(samples, n=4)
     return {
         "median_ms": statistics.median(samples) * 1000,
@@ -267,6 +273,7 @@ def summary(samples: list[float], peaks: list[float]) -> dict[str, float]:
         "max_ms": max(samples) * 1000,
         "peak_rss_mib": max(peaks),
         "runs": len(samples),
+        **({"cpu_median_ms": statistics.median(cpus) * 1000} if cpus else {}),
     }
 
 
@@ -501,15 +508,19 @@ def ledger_lines(path: Path, count: int) -> None:
 def report(results: dict[str, dict[str, float]], rounds: dict[str, list[float]]) -> None:
     base = results["python -c pass"]["median_ms"]
     rows = []
-    print(f"{'case':<52} {'median':>9} {'p25-p75':>15} {'x python':>9} {'peak MiB':>9}  target")
+    print(
+        f"{'case':<52} {'median':>9} {'p25-p75':>15} {'x python':>9} {'peak MiB':>9} "
+        f"{'cpu':>9}  target"
+    )
     for name, r in results.items():
         ratio = r["median_ms"] / base
         target = TARGETS.get(name)
         verdict = "" if target is None else f"<= {target}x {'ok' if ratio <= target else 'MISSED'}"
         rows.append({"case": name, **r, "ratio": ratio, "target": target})
+        cpu = f"{r['cpu_median_ms']:>7.1f}ms" if "cpu_median_ms" in r else f"{'-':>9}"
         print(
             f"{name:<52} {r['median_ms']:>7.1f}ms {r['p25_ms']:>6.1f}-{r['p75_ms']:<6.1f}ms "
-            f"{ratio:>8.2f}x {r['peak_rss_mib']:>9.1f}  {verdict}"
+            f"{ratio:>8.2f}x {r['peak_rss_mib']:>9.1f} {cpu}  {verdict}"
         )
     checks = [] if ONLY_RATIOS or ONLY_STORE else derived(results)
     for check in checks:
