@@ -23,7 +23,7 @@ def record(ws: Workspace, slug: str, step: str, command: str, now: float) -> Non
     with state.locked(path.with_suffix(".lock")):
         proofs = state.read_json(path, limit=state.RECORD_LIMIT) or {}  # one a step
         proofs[step] = {"command": command, "passed_at": iso_ms(now)}
-        state.write_json(path, proofs, compact=True)
+        state.write_json(path, proofs, compact=True, limit=state.RECORD_LIMIT)
 
 
 def proven_since(ws: Workspace, slug: str, step: str, since: float) -> bool:
