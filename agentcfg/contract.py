@@ -14,6 +14,7 @@ to RECEIPTS_LIMIT (docs/architecture.md, section 6).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -135,7 +136,10 @@ def start(ws: Workspace, key: str, slug: str, roadmap: Roadmap, now: float) -> C
 
 
 def join(ws: Workspace, key: str, slug: str, joining: tuple[Term, ...]) -> None:
-    """Steps the agent added join the run's contract (scope may grow, never shrink)."""
+    """Steps the agent added join the run's contract (scope may grow, never shrink).
+
+    A contract at its size limit takes no more: they stay open work all the same, the run
+    goes on, and the record stays one the hook can read."""
     with lock(ws, key, slug):
         found, _ = read(ws, key, slug)
         if found is None:
@@ -143,7 +147,8 @@ def join(ws: Workspace, key: str, slug: str, joining: tuple[Term, ...]) -> None:
         known = {t.text for t in found.terms}
         new = tuple(t for t in joining if t.text not in known)
         if new:
-            write(ws, key, slug, grown(found, new))
+            with contextlib.suppress(state.TooLarge):
+                write(ws, key, slug, grown(found, new))
 
 
 def warn(ws: Workspace, key: str, slug: str, keys: tuple[str, ...]) -> None:

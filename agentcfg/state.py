@@ -30,6 +30,10 @@ LOCK_TIMEOUT = 5.0
 STALE_TEMP = 60.0  # seconds: a temp file this old belongs to a writer that was killed
 
 
+class TooLarge(StateError):
+    """A file would be larger than its readers take: it is not written."""
+
+
 def followed(folder: Path) -> bool:
     """True when `folder`, or a folder between it and the state folder above it, is a symlink.
 
@@ -104,7 +108,7 @@ def write_json(path: Path, data: Any, compact: bool = False, limit: int | None =
     )
     data = (text + "\n").encode("utf-8", "replace")
     if limit is not None and len(data) > limit:
-        raise StateError(f"{path} would be larger than the {limit >> 20} MiB it may hold")
+        raise TooLarge(f"{path} would be larger than the {limit >> 20} MiB it may hold")
     write_bytes(path, data)
 
 
