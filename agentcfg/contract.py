@@ -50,7 +50,7 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
 VERSION = 2  # 2: compact, each step a list; a record of version 1 is read the same
 READABLE = (1, 2)
 RECEIPTS_KEPT = 1000  # receipts of texts and verify lines nothing holds any more: the newest
-# a receipt takes about 370 bytes: one each for some 65,000 steps, the hook reads them in time
+# a receipt takes about 390 bytes: one each for some 60,000 steps, the hook reads them in time
 RECEIPTS_LIMIT = 3 * state.RECORD_LIMIT
 
 

@@ -419,7 +419,8 @@ def receipt(
     """A receipt as `roadmap done` stores it (its text and verify line already hashed)."""
     return {
         "step": step, "text": text, "command": command, "exit_code": code, "duration": 0.25,
-        "output": "0" * 64, "head": "1" * 40, "dirty": False, "at": iso_ms(at),
+        "output": "0" * 64, "evidence": "red-green", "head": "1" * 40, "dirty": False,
+        "at": iso_ms(at),
     }  # fmt: skip
 
 
