@@ -99,17 +99,17 @@ def write_json(path: Path, data: Any, compact: bool = False, limit: int | None =
     """Write JSON atomically: temp file in the same folder, fsync, os.replace; mode 0600.
 
     `compact` skips indentation, which also keeps json on its fast C encoder. With a `limit`,
-    a file larger than its readers take is a StateError, and the file stays as it was.
+    a file larger than its readers take is TooLarge (a StateError), and stays as it was.
     """
     text = (
         json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
         if compact
         else json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
     )
-    data = (text + "\n").encode("utf-8", "replace")
-    if limit is not None and len(data) > limit:
+    raw = (text + "\n").encode("utf-8", "replace")
+    if limit is not None and len(raw) > limit:
         raise TooLarge(f"{path} would be larger than the {limit >> 20} MiB it may hold")
-    write_bytes(path, data)
+    write_bytes(path, raw)
 
 
 def write_bytes(path: Path, data: bytes, mode: int = 0o600, private_dir: bool = True) -> None:
