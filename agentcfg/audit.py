@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agentcfg import contract, loading, state, trust, verify
+from agentcfg import contract, loading, trust, verify
 from agentcfg.config import load_config
 from agentcfg.core.contract import command_hash, text_hash
 from agentcfg.core.evidence import WORDS
@@ -63,7 +63,7 @@ class Audit:
 def audit(ws: Workspace, slug: str, env: Mapping[str, str], rerun: bool = False) -> Audit:
     slug = ws.canonical(slug)
     roadmap = loading.load(ws, slug)
-    receipts = _receipts(ws, slug)
+    receipts = contract.receipt_items(ws, slug)
     contracted: set[str] = set()
     records = 0
     for key, _path in contract.records(ws, slug):
@@ -85,12 +85,6 @@ def audit(ws: Workspace, slug: str, env: Mapping[str, str], rerun: bool = False)
             for r in rows
         ]
     return Audit(slug, tuple(rows), records)
-
-
-def _receipts(ws: Workspace, slug: str) -> list[dict[str, Any]]:
-    data = state.read_json(contract.receipts_path(ws, slug), limit=4 * state.STATE_FILE_LIMIT)
-    listed = data.get("receipts") if data is not None else None
-    return [r for r in listed if isinstance(r, dict)] if isinstance(listed, list) else []
 
 
 def _row(step: Step, receipts: list[dict[str, Any]], contracted: bool) -> Row:

@@ -261,7 +261,7 @@ def test_a_re_claim_does_not_drop_what_the_run_contracted(host: SimulatedHost, w
         (lambda p: p.write_text("{not json"), "unreadable"),
         (
             lambda p: p.write_text(
-                p.read_text().replace('"id": "1.3"', '"id": "1.9"')  # the record's own digest
+                p.read_text().replace('["1.3",', '["1.9",')  # the record's own digest
             ),
             "edited by hand",
         ),
