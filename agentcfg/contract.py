@@ -2,17 +2,18 @@
 roadmap's steps under state/receipts/ (the ledger's `verified` events, indexed for the hook).
 
 The record carries a digest of its own content: a record edited by hand, like one that is
-missing or unreadable, is named as such and halts the run. Only the interpreter's own modules
-load here: the stop hook reads both files on every fire of a claimed run.
+missing or unreadable, is named as such and halts the run. The record and each receipt are
+sealed besides (seal.py): one whose seal fails ("tampered") was not written by agentcfg, and
+a receipt line whose seal fails never counts. Only the interpreter's own modules load here:
+the stop hook reads both files on every fire of a claimed run.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
-from agentcfg import state
+from agentcfg import seal, state
 from agentcfg.core.contract import (
     Contract,
     Receipt,
@@ -39,6 +40,7 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
 
 VERSION = 1
 RECEIPTS_KEPT = 1000  # per roadmap: the newest are kept, older ones stay in the ledger
+TAMPERED = "tampered"  # a record whose seal is missing or wrong
 
 
 def path_of(ws: Workspace, key: str, slug: str) -> Path:
@@ -51,12 +53,12 @@ def shown(ws: Workspace, key: str, slug: str) -> str:
 
 
 def _digest(body: dict[str, Any]) -> str:
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return sha256_hex(text.encode("utf-8", "surrogatepass"))
+    return sha256_hex(seal.canonical(body))
 
 
 def read(ws: Workspace, key: str, slug: str) -> tuple[Contract | None, str]:
-    """The run's contract, or None and why not: "missing", "unreadable" or "edited by hand"."""
+    """The run's contract, or None and why not: "missing", "unreadable", "edited by hand" (its
+    digest is wrong) or "tampered" (its digest is right, its seal is missing or wrong)."""
     path = path_of(ws, key, slug)
     if not (path.exists() or path.is_symlink()):
         return None, "missing"
@@ -69,12 +71,20 @@ def read(ws: Workspace, key: str, slug: str) -> tuple[Contract | None, str]:
         return None, "unreadable"
     if data.get("digest") != _digest(body) or data.get("slug") != slug:
         return None, "edited by hand"
+    if not seal.check(CONTRACTS, f"{key}-{slug}", body, data.get(seal.FIELD)):
+        return None, TAMPERED
     return found, ""
 
 
 def write(ws: Workspace, key: str, slug: str, contract: Contract) -> None:
     body = to_json(contract)
-    record = {"version": VERSION, "slug": slug, "contract": body, "digest": _digest(body)}
+    record = {
+        "version": VERSION,
+        "slug": slug,
+        "contract": body,
+        "digest": _digest(body),
+        seal.FIELD: seal.sign(CONTRACTS, f"{key}-{slug}", body),
+    }
     state.write_json(path_of(ws, key, slug), record)
 
 
@@ -174,9 +184,42 @@ def receipts_path(ws: Workspace, slug: str) -> Path:
 
 
 def read_receipts(ws: Workspace, slug: str) -> tuple[Receipt, ...]:
+    """The roadmap's receipts whose seal holds; any other line never counts."""
+    return load_receipts(ws, slug)[0]
+
+
+def load_receipts(ws: Workspace, slug: str) -> tuple[tuple[Receipt, ...], tuple[object, ...]]:
+    """The roadmap's receipts whose seal holds, and the lines whose seal is missing or wrong."""
+    good, bad = sealed_receipts(ws, slug)
+    return tuple(r for r in map(_receipt, good) if r), tuple(bad)
+
+
+def sealed_receipts(ws: Workspace, slug: str) -> tuple[list[dict[str, Any]], list[object]]:
+    """The receipt lines of the roadmap whose seal holds (their fields, the seal taken off),
+    and the lines whose seal is missing or wrong, as they are."""
     data = state.read_json(receipts_path(ws, slug), limit=4 * state.STATE_FILE_LIMIT)
     listed = data.get("receipts") if data is not None else None
-    return tuple(r for r in map(_receipt, listed if isinstance(listed, list) else ()) if r)
+    good: list[dict[str, Any]] = []
+    bad: list[object] = []
+    for item in listed if isinstance(listed, list) else ():
+        fields = (
+            {k: v for k, v in item.items() if k != seal.FIELD} if isinstance(item, dict) else {}
+        )
+        if fields and seal.check(RECEIPTS, slug, fields, item.get(seal.FIELD)):
+            good.append(fields)
+        else:
+            bad.append(item)
+    return good, bad
+
+
+def refused(slug: str, bad: tuple[object, ...] | list[object]) -> str:
+    """The receipt lines whose seal failed, as the person reads them: the steps they name."""
+    from agentcfg.core.visible import visible  # rare: loaded only then
+
+    named = [visible(str(i.get("step"))[:40]) for i in bad if isinstance(i, dict) and "step" in i]
+    steps = ", ".join(dict.fromkeys(named)) or "no step"
+    lines = f"{len(bad)} receipt line{'s' if len(bad) != 1 else ''}"
+    return f"{lines} in {STATE}/{RECEIPTS}/{slug}.json (step {steps})"
 
 
 def _receipt(item: object) -> Receipt | None:
@@ -198,4 +241,5 @@ def add_receipt(ws: Workspace, slug: str, fields: dict[str, Any]) -> None:
         data = state.read_json(path, limit=4 * state.STATE_FILE_LIMIT) or {}
         listed = data.get("receipts")
         kept = listed if isinstance(listed, list) else []
-        state.write_json(path, {"receipts": [*kept, fields][-RECEIPTS_KEPT:]}, compact=True)
+        line = {**fields, seal.FIELD: seal.sign(RECEIPTS, slug, fields)}
+        state.write_json(path, {"receipts": [*kept, line][-RECEIPTS_KEPT:]}, compact=True)

@@ -35,6 +35,7 @@ CONTRACTS = "contracts"  # state/contracts/<key>-<slug>.json: the contract of on
 RECEIPTS = "receipts"  # state/receipts/<slug>.json: the receipts of a roadmap's steps
 # a person's own state, outside any workspace (see user_state)
 TRUST_STORE = "trust.json"  # the verify lines a person trusted
+SEAL_KEY = "seal.key"  # the key that seals the records deciding a run's ending (seal.py)
 ERROR_LOG = "error.log"  # the traceback of the CLI's last unexpected error
 
 

@@ -28,6 +28,7 @@ ENDINGS = (
     "halt-stall",
     "halt-roadmap-absent",
     "halt-state-unreadable",
+    "halt-state-tampered",
     "halt-contract-changed",
     "halt-restarts",  # `agentcfg run`'s own endings
     "halt-until",

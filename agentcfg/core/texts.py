@@ -187,13 +187,21 @@ NOTES = {
         "{problem}. Undo that, or accept it as yours with `agentcfg roadmap trust {slug}`; "
         "then have the agent claim it again: `agentcfg sessions claim {slug}`."
     ),
+    "halt-state-tampered": (
+        "agentcfg: roadmap `{slug}` stopped: {problem} failed its seal (agentcfg did not "
+        "write it so). Remove it and verify again (`agentcfg roadmap verify {slug}`), then "
+        "have the agent claim it again: `agentcfg sessions claim {slug}`."
+    ),
     "halt-state-unreadable": (
         "agentcfg: roadmap `{slug}` stopped: this session's run state could not be read. "
         "Have the agent claim it again for a fresh run: `agentcfg sessions claim {slug}`."
     ),
 }
 
-PROBLEM_LIMIT = {"halt-contract-changed": 600}  # each change is named: more room than one error
+PROBLEM_LIMIT = {
+    "halt-contract-changed": 600,
+    "halt-state-tampered": 300,
+}  # each change is named: more room than one error
 
 
 def note(event: str, slug: str, open_count: int, caps: Caps, problem: str = "") -> str:
