@@ -41,6 +41,7 @@ OPEN = Ended(code=0, ending=None)  # the host ended cleanly with work still open
         ("stopped", 14),
         ("halt-roadmap-absent", 15),
         ("halt-contract-changed", 15),
+        ("halt-state-tampered", 15),
         ("some-future-halt", 15),
     ],
 )
