@@ -463,3 +463,23 @@ def test_watch_counts_down_to_a_wait_of_the_driver(ws: Path) -> None:
     state.append_ledger(workspace.state, paused)
     frame = watch.frame(workspace, {}, NOW + 600, width=160)
     assert "paused-usage-limit" in frame and "resumes in 1h20m" in frame
+
+
+# --- the first line: can the agent forge what decides the run's ending? ---
+
+
+@pytest.mark.parametrize(
+    ("extra", "first"),
+    [
+        ([], "agentcfg run: store open — an agent that edits agentcfg's own store can forge"),
+        (["--", "-s"], "agentcfg run: store sealed — Gemini CLI's sandbox keeps the agent out"),
+    ],
+)
+def test_the_first_line_says_whether_the_store_is_out_of_the_agents_reach(
+    ws: Path, tmp_path: Path, extra: list[str], first: str
+) -> None:
+    _installed(ws, "gemini")
+    env = _fake_binary(tmp_path / "bin", "gemini")
+    result = run_cli("run", "demo", "--host", "gemini", "--max-restarts", "1", *extra, env=env)
+    assert result.output.splitlines()[0].startswith(first)
+    assert (tmp_path / "bin" / "gemini.log").exists()  # said before the host started

@@ -12,8 +12,10 @@ import click
 from agentcfg import driver, fleet_run
 from agentcfg.commands import clock, count, duration, emit_json, json_option, say, workspace
 from agentcfg.core import unattended
+from agentcfg.core.texts import store_reach
 from agentcfg.errors import AgentcfgError
 from agentcfg.leases import TTL
+from agentcfg.paths import user_state
 
 
 def _passed_on(
@@ -126,15 +128,25 @@ def run(
         raise SystemExit(code)
     if member is not None and fleet_root is not None:
         shown = lambda line: say(f"[{member}] {line}", err=as_json)  # noqa: E731
+        say(f"[{member}] {_store_line(ws.root, ready, extra)}", err=as_json)
         raise SystemExit(
             fleet_run.run_member(
                 ws, Path(fleet_root), slug, host, member, into, coordinate, lease_ttl or TTL,
                 lambda tree: driver.drive(tree, request, ready, os.environ, clock(), shown),
             )
         )  # fmt: skip
+    say(_store_line(ws.root, ready, extra), err=as_json)
     result = driver.drive(
         ws, request, ready, os.environ, clock(), lambda line: say(line, err=as_json)
     )
     if as_json:
         emit_json(result.to_json())
     raise SystemExit(result.exit_code)
+
+
+def _store_line(root: Path, ready: driver.Prepared, extra: tuple[str, ...]) -> str:
+    """The run's first line: whether the host's sandbox keeps the agent from forging what
+    decides how the run ends (the key in the person's own store)."""
+    store = Path(user_state(os.environ))
+    reach = ready.host.store_reach(root, Path.home(), os.environ, store, extra)
+    return f"agentcfg run: store {store_reach(ready.host.TITLE, reach.sealed, reach.why)}"

@@ -198,6 +198,20 @@ NOTES = {
     ),
 }
 
+STORE_OPEN = (
+    "open — an agent that edits agentcfg's own store can forge its evidence; "
+    "the final re-proof still runs every check"
+)
+
+
+def store_reach(title: str, sealed: bool, why: str) -> str:
+    """Whether the host's sandbox keeps the agent from writing the person's own store (the key
+    its records are sealed with): `sealed`, and what says so; or `open`, and what that means."""
+    if not sealed:
+        return STORE_OPEN
+    return f"sealed — {title}'s sandbox keeps the agent out of agentcfg's own store ({why})"
+
+
 PROBLEM_LIMIT = {
     "halt-contract-changed": 600,
     "halt-state-tampered": 300,

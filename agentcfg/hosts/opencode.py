@@ -229,3 +229,6 @@ def limit_reset(output: str, now: float, messages: str = "") -> float | None:
         return after(ended or now, str(float(wait))) if wait is not None else now
     except ValueError:
         return now
+
+
+store_reach = defaults.store_reach  # no sandbox of its own that agentcfg reads
