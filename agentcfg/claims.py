@@ -195,6 +195,7 @@ def claim(
     roadmap = _readable(ws, slug)  # parsed before the lock: the lock is held briefly
     with state.locked(claims_dir(ws) / ".lock"):
         peers = _live_peers(ws, slug, session_id, now, force)
+        contract.refuse_tampered(ws, slug)  # before anything is written
         replaced = read_claim(ws, new.key)
         run = run_path(ws, new.key, slug)
         with state.locked(run.with_suffix(".lock")):

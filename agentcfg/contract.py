@@ -105,6 +105,26 @@ def records(ws: Workspace, slug: str) -> Iterator[tuple[str, Path]]:
             yield key, folder / name
 
 
+def refuse_tampered(ws: Workspace, slug: str) -> None:
+    """ClaimError naming the first record of the roadmap whose seal fails: what it held cannot
+    be read, so no run starts that would carry it (or drop it) unseen."""
+    for key, _ in records(ws, slug):
+        if read(ws, key, slug)[1] == TAMPERED:
+            _refuse(f"the run's contract record {shown(ws, key, slug)}", slug)
+    bad = sealed_receipts(ws, slug)[1]
+    if bad:
+        _refuse(refused(slug, bad), slug)
+
+
+def _refuse(record: str, slug: str) -> None:
+    from agentcfg.errors import ClaimError
+
+    raise ClaimError(
+        f"{record} failed its seal: agentcfg did not write it so; a person removes it before "
+        f"`{slug}` is claimed again"
+    )
+
+
 def start(ws: Workspace, key: str, slug: str, roadmap: Roadmap, now: float) -> Contract:
     """Record the contract of a run that starts now.
 

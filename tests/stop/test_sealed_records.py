@@ -181,3 +181,31 @@ def test_without_the_persons_key_no_record_is_believed(ws: Path) -> None:
     (Path(host.env["XDG_STATE_HOME"]) / "agentcfg" / "seal.key").unlink()
     shown = f"this session's run state state/runs/{key_of(host)}-c.json"  # the first it reads
     assert halts_told(host, ws, shown)["record"] == shown
+
+
+def test_claiming_again_does_not_launder_a_tampered_record(host: SimulatedHost, ws: Path) -> None:
+    """What a tampered contract held cannot be read, so it cannot be carried into a new run:
+    the claim is refused, naming it, and the run's state is left as it was."""
+    path = contract_path(ws, host)
+    record = json.loads(path.read_text())
+    record["contract"]["steps"] = []
+    record["digest"] = hashlib.sha256(canonical(record["contract"])).hexdigest()
+    path.write_text(json.dumps(record))
+    before = run_path(ws, host).read_bytes()
+    again = host.claim("c")
+    assert again.returncode == 1
+    assert again.stderr == (
+        f"agentcfg: error: the run's contract record state/contracts/{key_of(host)}-c.json "
+        "failed its seal: agentcfg did not write it so; a person removes it before `c` is "
+        "claimed again\n"
+    )
+    assert run_path(ws, host).read_bytes() == before
+
+
+def test_a_forged_receipt_refuses_a_new_claim_too(host: SimulatedHost, ws: Path) -> None:
+    forge_receipts(ws, host, "1.2")
+    again = host.claim("c")
+    assert again.returncode == 1
+    assert again.stderr.startswith(
+        "agentcfg: error: 1 receipt line in state/receipts/c.json (step 1.2) failed its seal"
+    )
