@@ -3,6 +3,8 @@
 proven: a passing receipt for the step's text and its current verify line; stale: receipts
 only for a verify line it no longer has; unproven: ticked with none; open: not ticked.
 With `rerun`, the trusted verify lines of the proven steps run again on the tree as it is.
+A receipt line or a run's contract record whose seal fails (seal.py) proves nothing and is
+named: the audit then fails.
 """
 
 from __future__ import annotations
@@ -54,23 +56,27 @@ class Audit:
     slug: str
     rows: tuple[Row, ...]
     contracts: int  # run contract records on the roadmap; none: every step counts
+    tampered: tuple[str, ...] = ()  # the records whose seal fails, as the person reads them
 
     @property
     def ok(self) -> bool:
-        return all(row.ok for row in self.rows)
+        return not self.tampered and all(row.ok for row in self.rows)
 
 
 def audit(ws: Workspace, slug: str, env: Mapping[str, str], rerun: bool = False) -> Audit:
     slug = ws.canonical(slug)
     roadmap = loading.load(ws, slug)
-    receipts = contract.receipt_items(ws, slug)
+    receipts, refused = contract.sealed_receipts(ws, slug)
+    tampered = [contract.refused(slug, refused)] if refused else []
     contracted: set[str] = set()
     records = 0
     for key, _path in contract.records(ws, slug):
-        found, _problem = contract.read(ws, key, slug)
+        found, problem = contract.read(ws, key, slug)
         records += 1
         if found is not None:
             contracted.update(t.text for t in found.terms)
+        elif problem == contract.TAMPERED:
+            tampered.append(f"the run's contract record {contract.shown(ws, key, slug)}")
     rows = [_row(step, receipts, not records or text_hash(step.text) in contracted)
             for step in roadmap.steps]  # fmt: skip
     rows = _in_history(ws, rows)
@@ -84,7 +90,7 @@ def audit(ws: Workspace, slug: str, env: Mapping[str, str], rerun: bool = False)
             else r
             for r in rows
         ]
-    return Audit(slug, tuple(rows), records)
+    return Audit(slug, tuple(rows), records, tuple(tampered))
 
 
 def _row(step: Step, receipts: list[dict[str, Any]], contracted: bool) -> Row:
@@ -134,6 +140,7 @@ def to_json(found: Audit) -> dict[str, Any]:
         "slug": found.slug,
         "ok": found.ok,
         "contracts": found.contracts,
+        "tampered": list(found.tampered),
         "counts": {s: sum(r.status == s for r in found.rows) for s in STATUSES},
         "evidence": {w: sum(r.evidence == w for r in found.rows) for w in WORDS},
         "steps": [

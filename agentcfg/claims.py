@@ -7,12 +7,12 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from agentcfg import contract, state
-from agentcfg.core.ladder import RunState, clamp
+from agentcfg import contract, seal, state
+from agentcfg.core.ladder import TAMPERED, RunState, clamp
 from agentcfg.core.records import Record
 from agentcfg.core.times import format_duration, iso, parse_iso
 from agentcfg.errors import AgentcfgError, ClaimError, RoadmapError
-from agentcfg.paths import CLAIMS, PENDING, RUNS
+from agentcfg.paths import CLAIMS, PENDING, RUNS, STATE
 from agentcfg.paths import session_key as session_key
 from agentcfg.workspace import Workspace
 
@@ -124,6 +124,11 @@ def claim_path(ws: Workspace, key: str) -> Path:
 
 def run_path(ws: Workspace, key: str, slug: str) -> Path:
     return ws.state / RUNS / f"{key}-{slug}.json"
+
+
+def run_file_shown(key: str, slug: str) -> str:
+    """A run state's path as the person reads it."""
+    return f"{STATE}/{RUNS}/{key}-{slug}.json"
 
 
 def read_claim(ws: Workspace, key: str) -> Claim | None:
@@ -258,6 +263,7 @@ def claim(
     new = Claim(slug, session_id, now, max_iterations, wall_clock, max_tokens)
     roadmap = _readable(ws, slug)  # parsed before the lock: the lock is held briefly
     with state.locked(claims_dir(ws) / ".lock"):
+        contract.refuse_tampered(ws, slug)  # before anything is written
         replaced = read_claim(ws, new.key)
         if inside and replaced is not None and replaced.slug == slug:
             return _keep(ws, replaced, now, token, cut)
@@ -266,7 +272,7 @@ def claim(
         peers = _live_peers(ws, slug, session_id, now, force, inside)
         run = run_path(ws, new.key, slug)
         with state.locked(run.with_suffix(".lock")):
-            state.write_json(run, RunState.fresh(now).to_json())
+            write_run(run, RunState.fresh(now))
             if roadmap is not None:  # without one, the run halts as gone or unreadable
                 contract.start(ws, new.key, slug, roadmap, now)
         state.write_json(claim_path(ws, new.key), new.to_json())
@@ -600,8 +606,34 @@ def adopt(
 
 
 def read_run(ws: Workspace, claim: Claim) -> RunState | None:
-    data = state.read_json(run_path(ws, claim.key, claim.slug))
-    return RunState.from_json(data) if data is not None else None
+    """The claim's run state; None when there is none or it cannot be read. A record whose
+    seal fails reads as a run halted for that (`halt-state-tampered`): what it says of the
+    run's ending is never believed."""
+    found, problem = load_run(run_path(ws, claim.key, claim.slug))
+    if found is not None and problem == contract.TAMPERED:
+        return found._replace(halted=TAMPERED, ended=None, paused=False)
+    return found if not problem else None
+
+
+def load_run(path: Path) -> tuple[RunState | None, str]:
+    """The run state at `path` and "", or why it is not to be trusted: None and "missing" or
+    "unreadable"; or the state it says, with "tampered" when its seal is missing or wrong."""
+    if not (path.exists() or path.is_symlink()):
+        return None, "missing"
+    data = state.read_json(path)
+    found = RunState.from_json(data) if data is not None else None
+    if data is None or found is None:
+        return None, "unreadable"
+    body = {k: v for k, v in data.items() if k != seal.FIELD}
+    if not seal.check(RUNS, path.stem, body, data.get(seal.FIELD)):
+        return found, contract.TAMPERED
+    return found, ""
+
+
+def write_run(path: Path, run: RunState) -> None:
+    """Write a run state, sealed as the record named by its file."""
+    body = run.to_json()
+    state.write_json(path, {**body, seal.FIELD: seal.sign(RUNS, path.stem, body)})
 
 
 def describe(ws: Workspace, claim: Claim, now: float) -> dict[str, Any]:

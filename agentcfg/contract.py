@@ -2,8 +2,10 @@
 roadmap's steps under state/receipts/ (the ledger's `verified` events, indexed for the hook).
 
 The record carries a digest of its own content: a record edited by hand, like one that is
-missing or unreadable, is named as such and halts the run. Only the interpreter's own modules
-load here: the stop hook reads both files on every fire of a claimed run.
+missing or unreadable, is named as such and halts the run. The record and each receipt are
+sealed besides (seal.py): one whose seal fails ("tampered") was not written by agentcfg, and
+a receipt line whose seal fails never counts. Only the interpreter's own modules load here:
+the stop hook reads both files on every fire of a claimed run.
 
 Both grow with the roadmap's steps, never with its verify runs: a record holds each step in
 about 100 bytes, and the receipts keep, for each step's text and verify line, its newest
@@ -15,11 +17,10 @@ to RECEIPTS_LIMIT (docs/architecture.md, section 6).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from pathlib import Path
 
-from agentcfg import state
+from agentcfg import seal, state
 from agentcfg.core.contract import (
     Contract,
     Receipt,
@@ -52,6 +53,7 @@ READABLE = (1, 2)
 RECEIPTS_KEPT = 1000  # receipts of texts and verify lines nothing holds any more: the newest
 # a receipt takes about 390 bytes: one each for some 60,000 steps, the hook reads them in time
 RECEIPTS_LIMIT = 3 * state.RECORD_LIMIT
+TAMPERED = "tampered"  # a record whose seal is missing or wrong
 
 
 def path_of(ws: Workspace, key: str, slug: str) -> Path:
@@ -64,12 +66,12 @@ def shown(ws: Workspace, key: str, slug: str) -> str:
 
 
 def _digest(body: dict[str, Any]) -> str:
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return sha256_hex(text.encode("utf-8", "surrogatepass"))
+    return sha256_hex(seal.canonical(body))
 
 
 def read(ws: Workspace, key: str, slug: str) -> tuple[Contract | None, str]:
-    """The run's contract, or None and why not: "missing", "unreadable" or "edited by hand"."""
+    """The run's contract, or None and why not: "missing", "unreadable", "edited by hand" (its
+    digest is wrong) or "tampered" (its digest is right, its seal is missing or wrong)."""
     path = path_of(ws, key, slug)
     if not (path.exists() or path.is_symlink()):
         return None, "missing"
@@ -82,12 +84,20 @@ def read(ws: Workspace, key: str, slug: str) -> tuple[Contract | None, str]:
         return None, "unreadable"
     if data.get("digest") != _digest(body) or data.get("slug") != slug:
         return None, "edited by hand"
+    if not seal.check(CONTRACTS, f"{key}-{slug}", body, data.get(seal.FIELD)):
+        return None, TAMPERED
     return found, ""
 
 
 def write(ws: Workspace, key: str, slug: str, contract: Contract) -> None:
     body = to_json(contract)
-    record = {"version": VERSION, "slug": slug, "contract": body, "digest": _digest(body)}
+    record = {
+        "version": VERSION,
+        "slug": slug,
+        "contract": body,
+        "digest": _digest(body),
+        seal.FIELD: seal.sign(CONTRACTS, f"{key}-{slug}", body),
+    }
     # never larger than `read` takes: a claim of too long a roadmap fails, and says so
     state.write_json(path_of(ws, key, slug), record, compact=True, limit=state.RECORD_LIMIT)
 
@@ -107,6 +117,26 @@ def records(ws: Workspace, slug: str) -> Iterator[tuple[str, Path]]:
         key, dash, rest = name.partition("-")
         if dash and len(key) == 32 and rest == f"{slug}.json":
             yield key, folder / name
+
+
+def refuse_tampered(ws: Workspace, slug: str) -> None:
+    """ClaimError naming the first record of the roadmap whose seal fails: what it held cannot
+    be read, so no run starts that would carry it (or drop it) unseen."""
+    for key, _ in records(ws, slug):
+        if read(ws, key, slug)[1] == TAMPERED:
+            _refuse(f"the run's contract record {shown(ws, key, slug)}", slug)
+    bad = sealed_receipts(ws, slug)[1]
+    if bad:
+        _refuse(refused(slug, bad), slug)
+
+
+def _refuse(record: str, slug: str) -> None:
+    from agentcfg.errors import ClaimError
+
+    raise ClaimError(
+        f"{record} failed its seal: agentcfg did not write it so; a person removes it before "
+        f"`{slug}` is claimed again"
+    )
 
 
 def start(ws: Workspace, key: str, slug: str, roadmap: Roadmap, now: float) -> Contract:
@@ -193,23 +223,57 @@ def receipts_path(ws: Workspace, slug: str) -> Path:
     return ws.state / RECEIPTS / f"{slug}.json"
 
 
-def receipt_items(ws: Workspace, slug: str) -> list[dict[str, Any]]:
-    """The roadmap's receipts as stored, oldest first: each the fields of its `verified` event;
-    none when the file is missing or cannot be read."""
-    return _stored(receipts_path(ws, slug)) or []
-
-
-def _stored(path: Path) -> list[dict[str, Any]] | None:
-    """The receipts in `path`; [] when there is no such file, None when it cannot be read."""
+def _stored(path: Path) -> list[object] | None:
+    """The receipt lines in `path` as they are; [] when there is no such file, None when it
+    cannot be read."""
     data = state.read_json(path, limit=RECEIPTS_LIMIT)
     listed = data.get("receipts") if data is not None else None
     if not isinstance(listed, list):
         return None if os.path.lexists(path) else []
-    return [r for r in listed if isinstance(r, dict)]
+    return listed
 
 
 def read_receipts(ws: Workspace, slug: str) -> tuple[Receipt, ...]:
-    return tuple(r for r in map(_receipt, receipt_items(ws, slug)) if r)
+    """The roadmap's receipts whose seal holds; any other line never counts."""
+    return load_receipts(ws, slug)[0]
+
+
+def load_receipts(ws: Workspace, slug: str) -> tuple[tuple[Receipt, ...], tuple[object, ...]]:
+    """The roadmap's receipts whose seal holds, and the lines whose seal is missing or wrong."""
+    good, bad = sealed_receipts(ws, slug)
+    return tuple(r for r in map(_receipt, good) if r), tuple(bad)
+
+
+def sealed_receipts(ws: Workspace, slug: str) -> tuple[list[dict[str, Any]], list[object]]:
+    """The receipt lines of the roadmap whose seal holds (their fields, the seal taken off),
+    and the lines whose seal is missing or wrong, as they are."""
+    good: list[dict[str, Any]] = []
+    bad: list[object] = []
+    for item in _stored(receipts_path(ws, slug)) or []:
+        fields = _unsealed(slug, item)
+        if fields is None:
+            bad.append(item)
+        else:
+            good.append(fields)
+    return good, bad
+
+
+def _unsealed(slug: str, item: object) -> dict[str, Any] | None:
+    """A receipt line's fields, its seal taken off, when the seal holds; else None."""
+    if not isinstance(item, dict):
+        return None
+    fields = {k: v for k, v in item.items() if k != seal.FIELD}
+    return fields if fields and seal.check(RECEIPTS, slug, fields, item.get(seal.FIELD)) else None
+
+
+def refused(slug: str, bad: tuple[object, ...] | list[object]) -> str:
+    """The receipt lines whose seal failed, as the person reads them: the steps they name."""
+    from agentcfg.core.visible import visible  # rare: loaded only then
+
+    named = [visible(str(i.get("step"))[:40]) for i in bad if isinstance(i, dict) and "step" in i]
+    steps = ", ".join(dict.fromkeys(named)) or "no step"
+    lines = f"{len(bad)} receipt line{'s' if len(bad) != 1 else ''}"
+    return f"{lines} in {STATE}/{RECEIPTS}/{slug}.json (step {steps})"
 
 
 def _receipt(item: dict[str, Any]) -> Receipt | None:
@@ -245,7 +309,11 @@ def add_receipt(ws: Workspace, slug: str, fields: dict[str, Any], roadmap: Roadm
                 f"{STATE}/{RECEIPTS}/{slug}.json cannot be read (odd, or larger than "
                 f"{RECEIPTS_LIMIT >> 20} MiB); move it away to keep receipts again"
             )
-        kept = _kept([*stored, fields], held)
+        good = [item for item in stored if isinstance(item, dict) and _unsealed(slug, item)]
+        # lines whose seal fails are kept as found (the newest of them), for audit to name
+        bad = [item for item in stored if not (isinstance(item, dict) and _unsealed(slug, item))]
+        line = {**fields, seal.FIELD: seal.sign(RECEIPTS, slug, fields)}
+        kept = bad[-RECEIPTS_KEPT:] + _kept([*good, line], held)
         state.write_json(path, {"receipts": kept}, compact=True, limit=RECEIPTS_LIMIT)
 
 

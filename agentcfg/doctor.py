@@ -16,9 +16,11 @@ from agentcfg.config import load_config
 from agentcfg.core.ladder import RunState
 from agentcfg.core.lint import lint
 from agentcfg.core.roadmap import scan
+from agentcfg.core.texts import store_reach
 from agentcfg.errors import AgentcfgError, ClaimError, RoadmapError
 from agentcfg.hosts.base import HOOK_TIMEOUT, Answer, Finding, Plugin
 from agentcfg.hosts.registry import HOSTS, adapter, session_env
+from agentcfg.paths import user_state
 from agentcfg.workspace import Workspace
 
 TYPE_CHECKING = False
@@ -67,12 +69,28 @@ def _hosts(ws: Workspace, home: Path, env: Mapping[str, str]) -> list[Finding]:
             found.append(_plugin_route(name, plugin, hooked))
         if host_wired:
             found.extend(cap_findings(ws, host, home, env, ws.slugs()))
+            found.append(reach_finding(ws, host, home, env))
     if not wired:
         found.append(Finding(
             "warning", "hosts", "the stop hook is not installed for any host",
             "agentcfg hooks install --host claude",
         ))  # fmt: skip
     return found
+
+
+STORE_SHOWN = "agentcfg's own store"
+
+
+def reach_finding(ws: Workspace, host: Host, home: Path, env: Mapping[str, str]) -> Finding:
+    """Whether the host's sandbox keeps the agent from writing the person's own store."""
+    store = Path(user_state(env))
+    reach = host.store_reach(ws.root, home, env, store, ())
+    return Finding(
+        "ok" if reach.sealed else "warning",
+        f"{host.NAME} (store)",
+        store_reach(host.TITLE, reach.sealed, reach.why),
+        f"run {host.TITLE} in a sandbox that keeps it out of {STORE_SHOWN} (README: sealed records)",
+    )
 
 
 def cap_findings(

@@ -1,15 +1,16 @@
 """A fleet member's workspace: the step it leases, kept in state/fleet/<slug>.json.
 
 Read on every turn end of a fleet member, so the standard library and state only: the git
-work of leases loads when a lease is taken, renewed or checked.
+work of leases loads when a lease is taken, renewed or checked. The record is sealed
+(seal.py): one whose seal fails is no membership, and `tampered` says so.
 """
 
 from __future__ import annotations
 
-from agentcfg import state
+from agentcfg import seal, state
 from agentcfg.core.records import Record
 from agentcfg.core.times import iso, parse_iso
-from agentcfg.paths import FLEET
+from agentcfg.paths import FLEET, STATE
 from agentcfg.paths import remote_name_ok as _remote_ok
 from agentcfg.workspace import Workspace
 
@@ -51,11 +52,32 @@ def membership_path(ws: Workspace, slug: str) -> Path:
     return ws.state / FLEET / f"{slug}.json"
 
 
+def shown(slug: str) -> str:
+    """The record's path as the person reads it."""
+    return f"{STATE}/{FLEET}/{slug}.json"
+
+
 def read_membership(ws: Workspace, slug: str) -> Membership | None:
-    """This workspace's membership on the roadmap, or None (none, or not of a valid shape)."""
+    """This workspace's membership on the roadmap, or None (none, not of a valid shape, or
+    its seal fails)."""
     data = state.read_json(membership_path(ws, slug))
-    if not isinstance(data, dict):
+    if not isinstance(data, dict) or not _sealed(slug, data):
         return None
+    return _membership(data)
+
+
+def tampered(ws: Workspace, slug: str) -> bool:
+    """A membership record is there, of a valid shape, and its seal is missing or wrong."""
+    data = state.read_json(membership_path(ws, slug))
+    return data is not None and _membership(data) is not None and not _sealed(slug, data)
+
+
+def _sealed(slug: str, data: dict[str, Any]) -> bool:
+    body = {k: v for k, v in data.items() if k != seal.FIELD}
+    return seal.check(FLEET, slug, body, data.get(seal.FIELD))
+
+
+def _membership(data: dict[str, Any]) -> Membership | None:
     slug_, holder, step, fence = (data.get(k) for k in ("slug", "holder", "step", "fence"))
     ttl, coordinate, expires = (
         data.get("ttl"),
@@ -74,7 +96,9 @@ def read_membership(ws: Workspace, slug: str) -> Membership | None:
 
 
 def remember(ws: Workspace, member: Membership) -> None:
-    state.write_json(membership_path(ws, member.slug), member.to_json())
+    body = member.to_json()
+    record = {**body, seal.FIELD: seal.sign(FLEET, member.slug, body)}
+    state.write_json(membership_path(ws, member.slug), record)
 
 
 def forget(ws: Workspace, slug: str) -> None:

@@ -62,6 +62,8 @@ def message(record: Mapping[str, Any]) -> str:
     if event in ("halt-contract-changed", "halt-check-changed") and isinstance(changes, list):
         named = "; ".join(str(c) for c in changes)
         done += f": {named}; accept with `agentcfg roadmap trust {slug}`, or undo it"
+    if event == "halt-state-tampered" and isinstance(record.get("record"), str):
+        done += f": {record['record']} failed its seal"
     return f"agentcfg: roadmap `{slug}`: {what}{done}"
 
 

@@ -141,6 +141,10 @@ class Bench:
             and k != "PYTHONDONTWRITEBYTECODE"  # an installed program reads its cached bytecode
         }
         self.env["AGENTCFG_ROOT"] = str(root)
+        # the person's own state (the key that seals run records) in the bench's folder, for
+        # the hook and for what this process writes alike: never the real home's
+        person = str(root / "person-state")
+        self.env["XDG_STATE_HOME"] = os.environ["XDG_STATE_HOME"] = person
         self.ws = Workspace(root)
         self.counter = 0
 
@@ -161,7 +165,7 @@ class Bench:
 
     def fresh_run(self, slug: str) -> None:
         key = claims.session_key(SESSION)
-        state.write_json(claims.run_path(self.ws, key, slug), RunState.fresh(time.time()).to_json())
+        claims.write_run(claims.run_path(self.ws, key, slug), RunState.fresh(time.time()))
 
     def claim(self, slug: str) -> None:
         claims.claim(self.ws, SESSION, slug, now=time.time(), force=True)

@@ -32,6 +32,17 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return len(os.sched_getaffinity(0)) + 1
 
 
+@pytest.fixture(scope="session")
+def person_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("state-home")
+
+
+@pytest.fixture(autouse=True)
+def no_real_home(person_state: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test that keeps no home of its own still writes no key or store into the real one."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(person_state))
+
+
 @pytest.fixture
 def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A workspace with the demo roadmap, as the cwd, with no session variables set."""
@@ -47,6 +58,9 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     for name in agents.variables():  # a person's terminal, even where an agent runs the tests
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    # the person's own state (trust store, seal key) as `hook_env` says: a command run here
+    # and a hook it fires read the same
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
     monkeypatch.setenv("AGENTCFG_REPLY_WAIT", "0")  # as `hook_env` says
     yield root
 
@@ -95,6 +109,7 @@ def hook_env(root: Path, **extra: str) -> dict[str, str]:
         if not k.startswith(("AGENTCFG_", "CLAUDE_", "XDG_")) and k not in agents.variables()
     }
     env.update({"AGENTCFG_ROOT": str(root), "HOME": str(root.parent / "home")})
+    env["XDG_STATE_HOME"] = str(root.parent / "xdg")
     # a captured transcript ends where the host ran the hook: it never writes the reply after
     env["AGENTCFG_REPLY_WAIT"] = "0"
     env.update(extra)

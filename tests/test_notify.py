@@ -146,3 +146,14 @@ def test_an_engagement_loads_no_notifier(ws: Path) -> None:
     result = probe(ws, fixture_payload(2, ws))
     assert result["code"] == 2
     assert result["heavy"] == ["(json)", "(pathlib)", "(re)"]  # the decision's own, no more
+
+
+def test_a_tampered_record_is_named_to_the_person() -> None:
+    record = state.event(
+        "halt-state-tampered", 0.0, "k" * 32, "c", iterations=2,
+        record="2 receipt lines in state/receipts/c.json (step 1.2, 1.3)",
+    )  # fmt: skip
+    assert notify.message(record) == (
+        "agentcfg: roadmap `c`: halted: state-tampered (2 iterations): 2 receipt lines in "
+        "state/receipts/c.json (step 1.2, 1.3) failed its seal"
+    )

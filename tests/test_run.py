@@ -4,6 +4,7 @@ input before anything starts, and its waits that a person's `agentcfg stop` ends
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,7 @@ OPEN = Ended(code=0, ending=None)  # the host ended cleanly with work still open
         ("stopped", 14),
         ("halt-roadmap-absent", 15),
         ("halt-contract-changed", 15),
+        ("halt-state-tampered", 15),
         ("some-future-halt", 15),
     ],
 )
@@ -462,3 +464,41 @@ def test_watch_counts_down_to_a_wait_of_the_driver(ws: Path) -> None:
     state.append_ledger(workspace.state, paused)
     frame = watch.frame(workspace, {}, NOW + 600, width=160)
     assert "paused-usage-limit" in frame and "resumes in 1h20m" in frame
+
+
+# --- the first line: can the agent forge what decides the run's ending? ---
+
+
+@pytest.mark.parametrize(
+    ("extra", "first"),
+    [
+        ([], "agentcfg run: store open — an agent that edits agentcfg's own store can forge"),
+        (["--", "-s"], "agentcfg run: store sealed — Gemini CLI's sandbox keeps the agent out"),
+    ],
+)
+def test_the_first_line_says_whether_the_store_is_out_of_the_agents_reach(
+    ws: Path, tmp_path: Path, extra: list[str], first: str
+) -> None:
+    _installed(ws, "gemini")
+    env = _fake_binary(tmp_path / "bin", "gemini")
+    result = run_cli("run", "demo", "--host", "gemini", "--max-restarts", "1", *extra, env=env)
+    assert result.output.splitlines()[0].startswith(first)
+    assert (tmp_path / "bin" / "gemini.log").exists()  # said before the host started
+
+
+def test_a_run_state_the_host_rewrote_ends_the_run_non_zero(ws: Path, tmp_path: Path) -> None:
+    """The host process writes `"ended": "complete"` into its run's state and exits: the driver
+    reads a record whose seal fails, and ends `halt-state-tampered`, never `complete`."""
+    _installed(ws)
+    env = _fake_binary(tmp_path / "bin", "claude")
+    forge = (
+        "import json, pathlib\n"
+        "for p in pathlib.Path('state/runs').glob('*.json'):\n"
+        "    d = json.loads(p.read_text()); d['ended'] = 'complete'; p.write_text(json.dumps(d))\n"
+    )
+    program = tmp_path / "bin" / "claude"
+    program.write_text(f'#!/bin/sh\n{sys.executable} -c "{forge}"\n')
+    result = run_cli("run", "demo", "--host", "claude", "--max-restarts", "1", env=env)
+    assert result.exit_code == 15
+    assert "agentcfg run: halt-state-tampered — roadmap `demo` (exit 15)" in result.output
+    assert "complete" not in result.output

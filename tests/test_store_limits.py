@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from agentcfg import contract, loading, proofs, state
+from agentcfg import contract, loading, proofs, seal, state
 from agentcfg.core.contract import baseline, command_hash, judge, text_hash
 from agentcfg.core.times import iso_ms
 from agentcfg.errors import StateError
+from agentcfg.paths import CONTRACTS, RECEIPTS
 from agentcfg.workspace import Workspace
 from testing.simhost import SimulatedHost
 from tests.conftest import hook_env, ledger, run_cli, write_roadmap
@@ -58,8 +59,9 @@ def receipt_of(ws: Workspace, slug: str, n: int, at: float, **more: object) -> d
 
 
 def store(ws: Workspace, slug: str, items: list[dict]) -> None:
-    """The receipts as many runs of `roadmap done` would have left them, in one write."""
-    state.write_json(contract.receipts_path(ws, slug), {"receipts": items}, compact=True)
+    """The receipts as many runs of `roadmap done` would have left them, sealed, in one write."""
+    sealed = [{**item, seal.FIELD: seal.sign(RECEIPTS, slug, item)} for item in items]
+    state.write_json(contract.receipts_path(ws, slug), {"receipts": sealed}, compact=True)
 
 
 @pytest.fixture
@@ -126,7 +128,7 @@ def test_receipts_no_step_or_contract_holds_are_bounded(two: Workspace) -> None:
         passing("1.2", f"Second, take {n}", "echo two", 10.0 + n)
         for n in range(contract.RECEIPTS_KEPT + 5)
     ]
-    store(two, "r", [*contract.receipt_items(two, "r"), *reworded[:-1]])
+    store(two, "r", [*contract.sealed_receipts(two, "r")[0], *reworded[:-1]])
     contract.add_receipt(two, "r", reworded[-1], roadmap)
     kept = contract.read_receipts(two, "r")
     assert kept[0].step == "1.1"  # the contracted step's proof stays
@@ -154,7 +156,8 @@ def test_a_record_the_previous_version_wrote_is_still_read(two: Workspace) -> No
         ],
         "warned": [],
     }  # fmt: skip
-    record = {"version": 1, "slug": "r", "contract": body, "digest": contract._digest(body)}
+    record = {"version": 1, "slug": "r", "contract": body, "digest": contract._digest(body),
+              seal.FIELD: seal.sign(CONTRACTS, f"{KEY}-r", body)}  # fmt: skip
     state.write_json(contract.path_of(two, KEY, "r"), record)
     assert contract.read(two, KEY, "r") == (made, "")
     record["contract"]["steps"][0]["id"] = "1.9"

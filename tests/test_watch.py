@@ -33,8 +33,9 @@ def busy(ws: Path) -> Path:
     append(ws, "engage", T0 + 300, one.key, "demo", iterations=2, tokens=None)
     append(ws, "engage", T0 + 400, "someone-else", "demo", tokens={"total": 1})
     run = claims.run_path(root, one.key, "demo")
-    data = state.read_json(run) or {}
-    state.write_json(run, {**data, "iterations": 2})
+    found, _ = claims.load_run(run)
+    assert found is not None
+    claims.write_run(run, found._replace(iterations=2))
     controls.stop(root, ["other"], "terminal", T0 + 500)
     append(ws, "stopped", T0 + 530, two.key, "other", by="terminal")
     return ws

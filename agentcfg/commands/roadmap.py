@@ -248,7 +248,7 @@ def audit_command(slug: str, rerun: bool, as_json: bool) -> None:
     """Which ticked steps a receipt proves: proven, unproven, stale or open.
 
     Exits 0 only when every ticked contracted step is proven (and, with --rerun, its verify
-    line still passes on the tree as it is).
+    line still passes on the tree as it is) and no receipt or contract record fails its seal.
     """
     found = audit.audit(workspace(), slug, os.environ, rerun)
     if as_json:
@@ -276,6 +276,8 @@ def _show_audit(found: audit.Audit) -> None:
     width = max((len(r.step.name) for r in found.rows), default=0)
     for row in found.rows:
         say(f"  {row.step.name:<{width}}  {row.status:<9} {_audit_note(row)}".rstrip())
+    for record in found.tampered:
+        say(f"  refused: {record} failed its seal: agentcfg did not write it so")
     say("ok: every ticked contracted step is proven" if found.ok else "NOT OK: see the steps above")
 
 

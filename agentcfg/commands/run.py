@@ -14,8 +14,10 @@ from agentcfg.agents import agent_session, require_person
 from agentcfg.commands import clock, count, duration, emit_json, json_option, say, workspace
 from agentcfg.core import unattended
 from agentcfg.core.evidence import baseline_line, baseline_total
+from agentcfg.core.texts import store_reach
 from agentcfg.errors import AgentcfgError
 from agentcfg.leases import TTL, check_ttl
+from agentcfg.paths import user_state
 from agentcfg.workspace import Workspace
 
 
@@ -153,12 +155,14 @@ def run(
     if member is not None and fleet_root is not None:  # a fleet's member: the fleet's leases
         shown = lambda line: say(f"[{member}] {line}", err=as_json)  # noqa: E731
         env = fleet.member_env(os.environ, Workspace(Path(fleet_root)).canonical(slug))
+        say(f"[{member}] {_store_line(ws.root, ready, extra)}", err=as_json)
         raise SystemExit(
             fleet_run.run_member(
                 ws, Path(fleet_root), slug, host, member, into, coordinate, lease_ttl or TTL,
                 lambda tree: driver.drive(tree, request, ready, env, clock(), shown),
             )
         )  # fmt: skip
+    say(_store_line(ws.root, ready, extra), err=as_json)
     baseline()
     result = driver.drive(
         ws, request, ready, os.environ, clock(), lambda line: say(line, err=as_json)
@@ -166,3 +170,11 @@ def run(
     if as_json:
         emit_json(result.to_json())
     raise SystemExit(result.exit_code)
+
+
+def _store_line(root: Path, ready: driver.Prepared, extra: tuple[str, ...]) -> str:
+    """The run's first line: whether the host's sandbox keeps the agent from forging what
+    decides how the run ends (the key in the person's own store)."""
+    store = Path(user_state(os.environ))
+    reach = ready.host.store_reach(root, Path.home(), os.environ, store, extra)
+    return f"agentcfg run: store {store_reach(ready.host.TITLE, reach.sealed, reach.why)}"

@@ -24,6 +24,7 @@ MAX_REPEATS = 2
 HISTORY_LIMIT = 64
 # the largest budgets a config, the environment or a claim may set
 LIMITS = {"max_iterations": 1000, "wall_clock": 7 * 86400.0}
+TAMPERED = "halt-state-tampered"  # a record deciding the run's ending failed its seal
 
 
 class RunState(Record):
@@ -155,6 +156,7 @@ class Fire(Record):
     tokens: int | None = None  # the run's recorded tokens with this fire's; None: none known
     changed: bool = False  # the run's contract was changed, and the gate has refused it once
     checks: tuple[str, ...] = ()  # checks `roadmap done` refused: changed since trust
+    tampered: bool = False  # a record deciding the run's ending failed its seal
 
     @property
     def open(self) -> int:
@@ -183,7 +185,7 @@ HALTS: tuple[tuple[str, Callable[[RunState, Fire, Caps], bool]], ...] = (
 
 
 def decide(run: RunState, fire: Fire, caps: Caps) -> Decision:
-    """Walk the ladder, first match wins (docs/architecture.md, section 3: rungs 1 to 13, 5b).
+    """Walk the ladder, first match wins (docs/architecture.md, section 3: rungs 1 to 13, 5a, 5b).
 
     A run's `last_reply` names the reply it last blocked until the agent is let go. A new human
     turn arriving while it still does means the host ended that turn despite the block (its own
@@ -222,6 +224,8 @@ def _climb(read: RunState, fire: Fire, caps: Caps) -> Decision:
         return settle(True, None, run._replace(repeats=run.repeats + 1))
     if fire.open_ids is None:
         return settle(False, "halt-roadmap-absent", run._replace(halted="halt-roadmap-absent"))
+    if fire.tampered:  # rung 5a: what decides the ending cannot be believed
+        return settle(False, TAMPERED, run._replace(halted=TAMPERED, ended=None, last_reply=None))
     if fire.changed:  # rung 5b: never complete, never blocked, never silent
         halt = "halt-contract-changed"
         return settle(False, halt, run._replace(halted=halt, ended=None, last_reply=None))

@@ -32,6 +32,7 @@ ENDINGS = (
     "halt-stall",
     "halt-roadmap-absent",
     "halt-state-unreadable",
+    "halt-state-tampered",
     "halt-contract-changed",
     "halt-check-changed",
     "halt-restarts",  # `agentcfg run`'s own endings

@@ -193,14 +193,37 @@ NOTES = {
         "with `agentcfg roadmap trust {slug}`, and have the agent claim it again: "
         "`agentcfg sessions claim {slug}`."
     ),
+    "halt-state-tampered": (
+        "agentcfg: roadmap `{slug}` stopped: {problem} failed its seal (agentcfg did not "
+        "write it so). Remove it and verify again (`agentcfg roadmap verify {slug}`), then "
+        "have the agent claim it again: `agentcfg sessions claim {slug}`."
+    ),
     "halt-state-unreadable": (
         "agentcfg: roadmap `{slug}` stopped: this session's run state could not be read. "
         "Have the agent claim it again for a fresh run: `agentcfg sessions claim {slug}`."
     ),
 }
 
+STORE_OPEN = (
+    "open — an agent that edits agentcfg's own store can forge its evidence; "
+    "the final re-proof still runs every check"
+)
+
+
+def store_reach(title: str, sealed: bool, why: str) -> str:
+    """Whether the host's sandbox keeps the agent from writing the person's own store (the key
+    its records are sealed with): `sealed`, and what says so; or `open`, and what that means."""
+    if not sealed:
+        return STORE_OPEN
+    return f"sealed — {title}'s sandbox keeps the agent out of agentcfg's own store ({why})"
+
+
 # each change is named: more room than one error
-PROBLEM_LIMIT = {"halt-contract-changed": 600, "halt-check-changed": 600}
+PROBLEM_LIMIT = {
+    "halt-contract-changed": 600,
+    "halt-check-changed": 600,
+    "halt-state-tampered": 300,
+}
 
 
 def note(event: str, slug: str, open_count: int, caps: Caps, problem: str = "") -> str:

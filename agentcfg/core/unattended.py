@@ -29,6 +29,7 @@ EXIT_CODES = {
     "halt-contract-changed": 15,
     "halt-check-changed": 15,
     "halt-state-unreadable": 15,
+    "halt-state-tampered": 15,
     "halt-restarts": 16,  # the host kept ending early: the restart budget is spent
     "interrupted": 130,  # Ctrl-C at the driver
 }

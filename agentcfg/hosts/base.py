@@ -10,7 +10,7 @@ from agentcfg.core.records import Record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for every import
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Iterable, Mapping, Sequence
     from pathlib import Path
     from typing import Any, Protocol
 
@@ -96,6 +96,13 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
             stderr), the epoch seconds of the reset it announced (`now` or earlier: a limit
             whose reset it did not tell); None when it did not end on a limit."""
 
+        def store_reach(
+            self, root: Path, home: Path, env: Mapping[str, str], store: Path, extra: Sequence[str]
+        ) -> Reach:
+            """Whether the host's sandbox, as its configuration (and `extra`, the person's own
+            arguments to a headless run) sets it, keeps the agent from writing `store`, the
+            person's own state (the seal key, the trust store)."""
+
 
 HOOK_TIMEOUT = 30  # seconds a host waits on the hook; the stop chain itself gives up after 3
 
@@ -115,6 +122,29 @@ class StopEvent(Record):
     interrupted: bool = False  # the person stopped the agent (Cursor's aborted or error status)
     prompt: str | None = None  # the person's latest prompt, when the payload carries it
     fire_id: str = ""  # the host's identity of this fire or reply, where no transcript tells
+
+
+class Reach(Record):
+    """Whether the agent can write the person's own store: `sealed` when the host's sandbox
+    keeps it out, and what in the host's configuration says so."""
+
+    sealed: bool
+    why: str = ""  # e.g. "sandbox_mode = workspace-write in ~/.codex/config.toml"
+
+
+OPEN = Reach(False)
+
+
+def inside(path: Path, roots: Iterable[Path]) -> bool:
+    """`path` is one of `roots` or below one (each made absolute, links resolved)."""
+    import os
+
+    real = os.path.realpath(path)
+    for root in roots:
+        top = os.path.realpath(root)
+        if real == top or real.startswith(top.rstrip(os.sep) + os.sep):
+            return True
+    return False
 
 
 class Answer(Record):

@@ -10,11 +10,11 @@ from agentcfg.hosts import defaults
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
     from pathlib import Path
     from typing import Any
 
-    from agentcfg.hosts.base import Finding, Plugin, Probe, StopEvent
+    from agentcfg.hosts.base import Finding, Plugin, Probe, Reach, StopEvent
     from agentcfg.transcript import Segment, Spent, Usage
 
 NAME = "claude"
@@ -257,3 +257,37 @@ def limit_reset(output: str, now: float) -> float | None:
     if re.search(r"API Error: (?:Request rejected \()?429\b", last) or failed:
         return now
     return None
+
+
+# --- the person's store (seal.py): out of the agent's reach? ---
+
+BYPASS = ("--dangerously-skip-permissions", "bypassPermissions")
+
+
+def store_reach(
+    root: Path, home: Path, env: Mapping[str, str], store: Path, extra: Sequence[str]
+) -> Reach:
+    """Sealed when Claude Code's sandbox is on (`sandbox.enabled`) and a command it refuses is
+    never run again outside it (`sandbox.allowUnsandboxedCommands: false`; true unless set),
+    and no permission bypass lets the file tools write anywhere. Settings files in their
+    order: the user's, the project's, the project's local one; a later one wins."""
+    from agentcfg.hosts.base import OPEN, Reach, inside, read_json_file
+
+    sandbox: dict[str, Any] = {}
+    mode = None
+    for path in (
+        home / ".claude" / "settings.json",
+        root / ".claude" / "settings.json",
+        root / ".claude" / "settings.local.json",
+    ):
+        data = read_json_file(path) or {}
+        found = data.get("sandbox")
+        sandbox.update(found if isinstance(found, dict) else {})
+        permissions = data.get("permissions")
+        if isinstance(permissions, dict) and "defaultMode" in permissions:
+            mode = permissions["defaultMode"]
+    if mode in BYPASS or any(arg in BYPASS for arg in extra) or inside(store, [root]):
+        return OPEN
+    if sandbox.get("enabled") is True and sandbox.get("allowUnsandboxedCommands") is False:
+        return Reach(True, "sandbox.enabled, allowUnsandboxedCommands false")
+    return OPEN

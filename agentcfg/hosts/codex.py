@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from agentcfg.hosts.base import Finding, Plugin, Probe, StopEvent, TrustEdit
+    from agentcfg.hosts.base import Finding, Plugin, Probe, Reach, StopEvent, TrustEdit
     from agentcfg.transcript import Spent, Usage
 
 NAME = "codex"
@@ -390,3 +390,59 @@ def limit_reset(output: str, now: float) -> float | None:
     if re.search(r"hit your usage limit|last status: 429\b", output):
         return now
     return None
+
+
+# --- the person's store (seal.py): out of the agent's reach? ---
+
+_FLAGS = {
+    "--full-auto": "workspace-write",
+    "--dangerously-bypass-approvals-and-sandbox": "danger-full-access",
+    "--yolo": "danger-full-access",
+}
+
+
+def store_reach(
+    root: Path, home: Path, env: Mapping[str, str], store: Path, extra: Sequence[str]
+) -> Reach:
+    """Sealed when Codex's sandbox is `read-only`, or `workspace-write` with the store under
+    none of the folders it may write (the workspace, /tmp, $TMPDIR and its `writable_roots`):
+    `--sandbox`/`-s`, `--full-auto` or `-c sandbox_mode=...` among the person's arguments,
+    else `sandbox_mode` in the user's config.toml. Unset, the mode is Codex's own default,
+    which agentcfg does not assume."""
+    from pathlib import Path
+
+    from agentcfg.hosts.base import OPEN, HostFileError, Reach, inside
+
+    try:
+        _text, config = _read_toml(_trust_file(home, env))
+    except HostFileError:
+        config = {}
+    mode, why = _mode(extra)
+    if mode is None:
+        found = config.get("sandbox_mode")
+        mode, why = (found, f"sandbox_mode = {found} in config.toml") if found else (None, "")
+    if mode == "read-only":
+        return Reach(True, why)
+    if mode != "workspace-write":
+        return OPEN
+    table = config.get("sandbox_workspace_write")
+    listed = table.get("writable_roots") if isinstance(table, dict) else None
+    roots = [Path(r) for r in listed if isinstance(r, str)] if isinstance(listed, list) else []
+    roots += [root, Path("/tmp")] + ([Path(env["TMPDIR"])] if env.get("TMPDIR") else [])
+    return OPEN if inside(store, roots) else Reach(True, why)
+
+
+def _mode(extra: Sequence[str]) -> tuple[str | None, str]:
+    """The sandbox mode the person's arguments set, and how; None when they set none."""
+    found: tuple[str | None, str] = (None, "")
+    for n, arg in enumerate(extra):
+        following = extra[n + 1] if n + 1 < len(extra) else ""
+        if arg in ("--sandbox", "-s") and following:
+            found = following, f"{arg} {following}"
+        elif arg.startswith("--sandbox="):
+            found = arg.partition("=")[2], arg
+        elif arg in _FLAGS:
+            found = _FLAGS[arg], arg
+        elif arg in ("-c", "--config") and following.replace(" ", "").startswith("sandbox_mode="):
+            found = following.partition("=")[2].strip().strip("\"'"), f"{arg} {following}"
+    return found

@@ -201,3 +201,6 @@ def limit_reset(output: str, now: float) -> float | None:
     from agentcfg.hosts.limits import tail
 
     return now if re.search(r"^\s*429\b", tail(output, 12), re.MULTILINE) else None
+
+
+store_reach = defaults.store_reach  # no sandbox of its own that agentcfg reads

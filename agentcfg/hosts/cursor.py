@@ -147,3 +147,6 @@ NAMES_SESSION = False
 runner = defaults.runner
 headless = defaults.headless
 limit_reset = defaults.limit_reset
+
+
+store_reach = defaults.store_reach  # no sandbox of its own that agentcfg reads

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from agentcfg.hosts.base import Answer, Finding, Plugin, Probe, TrustEdit
+    from agentcfg.hosts.base import Answer, Finding, Plugin, Probe, Reach, TrustEdit
     from agentcfg.runners import Runner
     from agentcfg.transcript import Spent
 
@@ -174,3 +174,11 @@ def print_headless(
 
 def limit_reset(output: str, now: float) -> float | None:
     return None  # no usage-limit answer of this host is known to us
+
+
+def store_reach(
+    root: Path, home: Path, env: Mapping[str, str], store: Path, extra: Sequence[str]
+) -> Reach:
+    from agentcfg.hosts.base import OPEN
+
+    return OPEN  # no sandbox of this host that keeps the agent out is known to us

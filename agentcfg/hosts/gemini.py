@@ -14,11 +14,11 @@ from agentcfg.hosts import defaults
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
     from pathlib import Path
     from typing import Any
 
-    from agentcfg.hosts.base import Answer, Finding, Plugin, Probe, StopEvent
+    from agentcfg.hosts.base import Answer, Finding, Plugin, Probe, Reach, StopEvent
     from agentcfg.transcript import Spent, Usage
 
 NAME = "gemini"
@@ -310,3 +310,50 @@ def limit_reset(output: str, now: float) -> float | None:
         return after(now, told[1], per=1000) or now
     told = re.search(r"Suggested retry after (\d+(?:\.\d+)?)s\b", output)
     return (after(now, told[1]) or now) if told else now
+
+
+# --- the person's store (seal.py): out of the agent's reach? ---
+
+_OFF = ("", "false", "0")
+
+
+def store_reach(
+    root: Path, home: Path, env: Mapping[str, str], store: Path, extra: Sequence[str]
+) -> Reach:
+    """Sealed when Gemini CLI runs its tools in its sandbox, which lets them write the project
+    folder only: `-s`/`--sandbox` among the person's arguments, else $GEMINI_SANDBOX, else
+    `tools.sandbox` in its settings (the project's over the user's)."""
+    from agentcfg.hosts.base import OPEN, Reach, inside
+
+    on, why = _sandbox(root, home, env, extra)
+    return Reach(True, why) if on and not inside(store, [root]) else OPEN
+
+
+def _sandbox(
+    root: Path, home: Path, env: Mapping[str, str], extra: Sequence[str]
+) -> tuple[bool, str]:
+    from agentcfg.hosts.base import read_json_file
+
+    for arg in extra:
+        if arg in ("-s", "--sandbox", "--sandbox=true"):
+            return True, arg
+        if arg == "--sandbox=false":
+            return False, ""
+    if "GEMINI_SANDBOX" in env:
+        value = env["GEMINI_SANDBOX"]
+        return value.strip().lower() not in _OFF, f"GEMINI_SANDBOX={value}"
+    for scope in ("project", "user"):
+        data = read_json_file(config_path(scope, root, home, env)) or {}
+        tools = data.get("tools")
+        found = tools.get("sandbox") if isinstance(tools, dict) else None
+        found = data.get("sandbox") if found is None else found  # the settings' older shape
+        if found is not None:
+            on = found is True or (isinstance(found, str) and found.lower() not in _OFF)
+            return on, f"tools.sandbox {json_text(found)} in its {scope} settings"
+    return False, ""
+
+
+def json_text(value: object) -> str:
+    import json
+
+    return json.dumps(value)

@@ -228,3 +228,6 @@ def limit_reset(output: str, now: float, messages: str = "") -> float | None:
     times = replies[-1].get("time")
     ended = epoch(times.get("completed")) if isinstance(times, dict) else None
     return (after(ended or now, str(wait)) or now) if wait is not None else now
+
+
+store_reach = defaults.store_reach  # no sandbox of its own that agentcfg reads

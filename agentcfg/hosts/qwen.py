@@ -183,3 +183,6 @@ def limit_reset(output: str, now: float) -> float | None:
     last = tail(output, 3)
     ended = [line for line in last.splitlines() if "API Error: 429" in line]
     return now if ended and not any("Retrying in" in line for line in ended) else None
+
+
+store_reach = defaults.store_reach  # no sandbox of its own that agentcfg reads

@@ -14,7 +14,7 @@ from pathlib import Path
 from agentcfg import claims, contract, controls, loading, membership, state
 from agentcfg.config import Config
 from agentcfg.core import phrases
-from agentcfg.core.contract import Contract, Judgement, judge
+from agentcfg.core.contract import Contract, Judgement, Receipt, judge
 from agentcfg.core.digest import sha256_hex
 from agentcfg.core.ladder import Caps
 from agentcfg.core.roadmap import Roadmap, Scan, scan
@@ -121,13 +121,34 @@ class HookContext:
         return contract.read(self.ws, self.key, self.claim.slug)
 
     @cached_property
+    def receipts(self) -> tuple[tuple[Receipt, ...], tuple[object, ...]]:
+        """The claimed roadmap's receipts whose seal holds, and the lines whose seal fails."""
+        if self.claim is None:
+            return (), ()
+        return contract.load_receipts(self.ws, self.claim.slug)
+
+    @cached_property
     def judgement(self) -> Judgement | None:
         """How the claimed roadmap stands against the run's contract; None without both."""
         found = self.contract[0]
         if found is None or self.roadmap is None or self.claim is None:
             return None
-        receipts = contract.read_receipts(self.ws, self.claim.slug)
-        return judge(found, self.roadmap, receipts, self.now)
+        return judge(found, self.roadmap, self.receipts[0], self.now)
+
+    @cached_property
+    def tampered(self) -> str | None:
+        """The record deciding this run's ending (besides its run state) whose seal fails, as
+        the person reads it; None when every one holds."""
+        claim = self.claim
+        if claim is None:
+            return None
+        if self.contract[1] == contract.TAMPERED:
+            return f"the run's contract record {contract.shown(self.ws, self.key, claim.slug)}"
+        if self.receipts[1]:
+            return contract.refused(claim.slug, self.receipts[1])
+        if membership.tampered(self.ws, claim.slug):
+            return f"the fleet membership record {membership.shown(claim.slug)}"
+        return None
 
     @property
     def autonomous(self) -> bool:

@@ -126,7 +126,7 @@ def test_audit_passes_when_every_tick_is_proven_and_rerun_catches_a_regression(
 
 def test_audit_reruns_only_trusted_lines(road: Path, ws: Path) -> None:
     assert run_cli("roadmap", "done", "r", "1.1").exit_code == 0
-    store = ws.parent / "home" / ".local" / "state" / "agentcfg" / "trust.json"
+    store = ws.parent / "xdg" / "agentcfg" / "trust.json"
     store.unlink()
     result = run_cli("roadmap", "audit", "r", "--rerun")
     assert result.exit_code == 1

@@ -27,10 +27,11 @@ CHANGE = "step 1.3 was removed or moved out of every phase (put it back)"
 
 
 @pytest.fixture
-def halted(ws: Path) -> SimulatedHost:
+def halted(ws: Path, monkeypatch: pytest.MonkeyPatch) -> SimulatedHost:
     """A run that proved 1.1, then lost 1.3 to the agent and halted."""
     roadmap = write_roadmap(ws, "c", BODY)
     host = SimulatedHost(ws, run=inprocess.run)
+    monkeypatch.setenv("XDG_STATE_HOME", host.env["XDG_STATE_HOME"])  # the person's, as the host's
     assert host.trust("c").returncode == 0
     host.human("Work through roadmap c.")
     assert host.claim("c").returncode == 0

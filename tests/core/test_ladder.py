@@ -151,6 +151,14 @@ def test_an_absent_roadmap_halts_once() -> None:
     assert outcome(decide(d.state, fire(open_ids=None, reply="r3"), CAPS)) == (False, None)
 
 
+@pytest.mark.parametrize("open_now", [0, 2])
+def test_a_record_that_fails_its_seal_halts_once_never_complete(open_now: int) -> None:
+    d = decide(engaged(), fire(open=open_now, reply="r2", tampered=True, changed=True), CAPS)
+    assert outcome(d) == (False, "halt-state-tampered")
+    assert (d.state.halted, d.state.ended) == ("halt-state-tampered", None)
+    assert outcome(decide(d.state, fire(open=0, reply="r3"), CAPS)) == (False, None)
+
+
 def test_the_person_pauses_and_says_go_on() -> None:
     d = decide(engaged(), fire(reply="r2", turn="t2", person="pause"), CAPS)
     assert outcome(d) == (False, "paused")

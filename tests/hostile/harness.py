@@ -85,11 +85,12 @@ def fire_hostile(
     limit: float = TIME_LIMIT,
     process: bool = False,
 ) -> subprocess.CompletedProcess[bytes]:
-    """One fire that must end in time, without a traceback, writing nowhere but state/;
+    """One fire that must end in time, without a traceback, writing nowhere but state/ and
+    the person's own (the key its records are sealed with);
     the session's claim stays as it was unless the fire `adopts` a pending one. It runs the
     hook's `main` in this process unless it is a `process` of its own (always with `preexec`)."""
     data = stdin if isinstance(stdin, bytes) else json.dumps(stdin).encode()
-    outside = tree(root.parent, skip=root.name)
+    outside = _outside(root)
     inside = tree(root)
     kept = claim_file(root).read_bytes() if claim_file(root).is_file() else None
     valid_before = {p: stamp(p) for p in (root / "state").rglob("*.json") if valid_json(p)}
@@ -111,7 +112,7 @@ def fire_hostile(
         told = json.loads(proc.stdout) if proc.stdout else {"systemMessage": "agentcfg:"}
         assert list(told) == ["systemMessage"]
         assert told["systemMessage"].startswith(("agentcfg:", *EXPLAINED)), told
-    assert tree(root.parent, skip=root.name) == outside, "wrote outside the workspace"
+    assert _outside(root) == outside, "wrote outside the workspace"
     assert tree(root) == inside, "wrote outside state/"
     if kept is not None and not adopts:
         assert claim_file(root).read_bytes() == kept, "the claim was changed"
@@ -127,7 +128,14 @@ PERSON_STATE = (  # what a person keeps outside any workspace
     "/agentcfg/trust.json",
     "/agentcfg/trust.json.lock",
     "/agentcfg/error.log",
+    "/agentcfg/seal.key",
 )
+
+
+def _outside(root: Path) -> dict[str, str]:
+    """What is beside the workspace, less what a person keeps outside any workspace."""
+    found = tree(root.parent, skip=root.name)
+    return {k: v for k, v in found.items() if not k.endswith(PERSON_STATE)}
 
 
 def _bounded_memory() -> None:
@@ -148,11 +156,10 @@ def run_hostile(
     no traceback and no write outside the workspace but the person's trust store and error log.
     It runs the console script's entry in this process unless it is a `process` of its own
     (always with `preexec`), which must also stay within MEMORY_LIMIT."""
-    env = env or {**hook_env(root), "XDG_STATE_HOME": str(root.parent / "xdg")}
+    env = env or hook_env(root)
 
     def outside() -> dict[str, str]:
-        found = tree(root.parent, skip=root.name)
-        return {k: v for k, v in found.items() if not k.endswith(PERSON_STATE)}
+        return _outside(root)
 
     before = outside()
 

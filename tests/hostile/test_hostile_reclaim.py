@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from agentcfg import claims
+from agentcfg import claims, seal
 from agentcfg.core.times import iso
 from agentcfg.leases import Store
 from agentcfg.membership import read_membership
+from agentcfg.paths import RUNS
 from agentcfg.workspace import Workspace
 from testing.simhost import SimulatedHost, as_process
 from tests import inprocess
@@ -33,9 +34,12 @@ def run_file(root: Path, session: str = SESSION, slug: str = "demo") -> Path:
 
 
 def set_run(root: Path, **fields: object) -> dict[str, object]:
-    data = json.loads(run_file(root).read_text())
+    """The run as a stalled one left it, written (and sealed) as agentcfg writes it."""
+    path = run_file(root)
+    data = {k: v for k, v in json.loads(path.read_text()).items() if k != seal.FIELD}
     data.update(fields)
-    run_file(root).write_text(json.dumps(data))
+    data[seal.FIELD] = seal.sign(RUNS, path.stem, data)
+    path.write_text(json.dumps(data))
     return data
 
 
@@ -204,9 +208,12 @@ def git(cwd: Path, *args: str) -> None:
     )
 
 
-def test_fleet_members_claiming_again_keep_each_its_own_step(tmp_path: Path) -> None:
+def test_fleet_members_claiming_again_keep_each_its_own_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Three members, each claimed by the fleet on one step; each member's agent then claims
     the roadmap again, with --step auto, with --force, and with another member's step."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))  # the person's, as hook_env's
     main = tmp_path / "fleet"
     (main / "roadmaps").mkdir(parents=True)
     shutil.copy(REPO / "roadmaps" / "demo.md", main / "roadmaps" / "demo.md")

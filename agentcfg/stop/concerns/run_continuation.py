@@ -13,7 +13,7 @@ from agentcfg.claims import Claim
 from agentcfg.config import ChainEntry
 from agentcfg.core import phrases
 from agentcfg.core.chain import RUN_CONTINUATION
-from agentcfg.core.ladder import Fire, RunState, decide
+from agentcfg.core.ladder import TAMPERED, Fire, RunState, decide
 from agentcfg.core.texts import claim_lost, continuation, lease_lost, note, stopped
 from agentcfg.errors import StateError
 from agentcfg.paths import CHECKS
@@ -60,6 +60,7 @@ class RunContinuation:
             open_ids=open_ids,
             changed=roadmap is not None and _halts_on_change(ctx),
             checks=_refused_checks(ctx, claim.slug) if roadmap is not None else (),
+            tampered=ctx.tampered is not None,
             blocked=_blocked(ctx, scanned.counts.blocked if scanned else 0),
             now=ctx.now,
             deferred=refused == ctx.reply_key,
@@ -83,14 +84,14 @@ class RunContinuation:
         if judged is not None and judged.joining and not fire.changed:
             contract.join(ctx.ws, ctx.key, claim.slug, judged.joining)  # OSError: allow, above
         run = RunState.fresh(ctx.now)
-        if path.exists() or path.is_symlink():
-            data = state.read_json(path)
-            found = RunState.from_json(data) if data is not None else None
-            if found is None:  # told once: the halted state written here replaces it
-                halted = run._replace(halted="halt-state-unreadable")
-                state.write_json(path, halted.to_json())  # OSError: allow, above
-                return self._told(ctx, claim, "halt-state-unreadable", halted)
-            run = found
+        found, problem = claims.load_run(path)
+        if problem in ("unreadable", contract.TAMPERED):  # told once: replaced by a halted state
+            halt = TAMPERED if problem == contract.TAMPERED else "halt-state-unreadable"
+            halted = run._replace(halted=halt)
+            claims.write_run(path, halted)  # OSError: allow, above
+            record = f"this session's run state {claims.run_file_shown(ctx.key, claim.slug)}"
+            return self._told(ctx, claim, halt, halted, record=record)
+        run = found or run
         spent = ctx.spent_since(run.mark)
         tokens = run.tokens
         if spent.usage is not None:
@@ -101,7 +102,7 @@ class RunContinuation:
             # a recorded fire's tokens count once: the next segment starts where this one ends
             after = after._replace(tokens=tokens, mark=(ctx.event.transcript_path, spent.end))
         if after != run:
-            state.write_json(path, after.to_json())  # OSError: allow, above
+            claims.write_run(path, after)  # OSError: allow, above
         if decision.cut_short:
             ctx.log("cut-short", iterations=run.iterations, reply=run.last_reply)
         if decision.event is None and not decision.block:
@@ -154,9 +155,10 @@ class RunContinuation:
         event: str,
         run: RunState,
         tokens: dict[str, int] | None = None,
+        record: str | None = None,
     ) -> Verdict:
         """Record an allowing event with the fire's tokens; the verdict carries the line the
-        person is told, if any."""
+        person is told, if any. `record`: the record whose seal failed, for a tampered one."""
         if event == "halt-contract-changed":
             changes: list[str] | None = _changes(ctx)
         elif event == "halt-check-changed":
@@ -164,13 +166,16 @@ class RunContinuation:
         else:
             changes = None
         extra: dict[str, object] = {} if changes is None else {"changes": changes}
+        if event == TAMPERED:
+            record = record or ctx.tampered or "a record"
+            extra["record"] = record
         ctx.log(
             event, iterations=run.iterations, reply=ctx.reply_key, tokens=tokens,
             **_proven(ctx), **extra,
         )  # fmt: skip
         judged = ctx.judgement
         open_count = len(judged.open_ids) if judged else ctx.scan.counts.open if ctx.scan else 0
-        problem = "; ".join(changes) if changes else ctx.problem or ""
+        problem = "; ".join(changes) if changes else record or ctx.problem or ""
         line = note(event, claim.slug, open_count, ctx.caps, problem)
         return Verdict("allow", line, self.name)
 
