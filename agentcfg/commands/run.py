@@ -30,9 +30,12 @@ def _passed_on(
     return line + ([] if max_wait is None else ["--max-wait", f"{int(max_wait)}s"])
 
 
+_HOSTS = " or ".join(", ".join(driver.runnable_hosts()).rsplit(", ", 1))
+
+
 @click.command("run", context_settings={"ignore_unknown_options": False})
 @click.argument("slug")
-@click.option("--host", "host", required=True, help="The host to run: claude, codex or gemini.")
+@click.option("--host", "host", required=True, metavar="HOST", help=f"The host to run: {_HOSTS}.")
 @click.option("--until", "until", help="Stop by then: HH:MM, an ISO-8601 time, or a duration (8h).")
 @click.option("--window", "window", help="Work only in these hours (local time), e.g. 22:00-06:00.")
 @click.option(

@@ -77,3 +77,15 @@ def test_good_values_arrive_as_numbers(ws: Path) -> None:
     assert COUNT.convert(12, None, None) == 12  # a default given as a number
     assert DURATION.convert("1h30m", None, None) == 5400.0
     assert DURATION.convert(90.0, None, None) == 90.0
+
+
+def test_run_help_names_every_host_it_can_run_from_the_registry(ws: Path) -> None:
+    from agentcfg import driver
+    from agentcfg.hosts import registry
+
+    shown = " ".join(run_cli("run", "--help").output.split())
+    able = driver.runnable_hosts()
+    assert len(able) == 6
+    assert f"--host HOST The host to run: {', '.join(able[:-1])} or {able[-1]}." in shown
+    for name in set(registry.HOSTS) - set(able):
+        assert name not in shown.split("[required]")[0]
