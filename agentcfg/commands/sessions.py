@@ -239,7 +239,8 @@ def _line(row: dict[str, Any]) -> str:
         state = f"{run['ended'] or 'paused'} after {run['iterations']} iterations"
     else:
         state = f"running, {run['iterations']} iterations"
-    return f"{row['session']}  `{row['slug']}` ({row['mode']})  {age} ago  {done}  {state}"
+    mode = f" ({row['mode']})" if row["mode"] else ""  # none read from an unreadable roadmap
+    return f"{row['session']}  `{row['slug']}`{mode}  {age} ago  {done}  {state}"
 
 
 @sessions.command("show")
