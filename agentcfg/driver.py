@@ -118,9 +118,15 @@ def prepare(ws: Workspace, request: Request, env: Mapping[str, str], home: Path)
     roadmap = loading.load(ws, request.slug)
     slug = ws.canonical(request.slug)
     if not roadmap.autonomous:
+        errors = sum(problem.level == "error" for problem in roadmap.problems)
         raise AgentcfgError(
             f"roadmap `{slug}` is not autonomous: set `execution: {{mode: autonomous}}` in its "
             "frontmatter to run it unattended"
+            + (
+                f"; `agentcfg roadmap lint {slug}` finds {plural(errors, 'error')}"
+                if errors
+                else ""
+            )
         )
     stopped = controls.read_stop(ws, slug)
     if stopped is not None:
