@@ -17,7 +17,8 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
 
     T = TypeVar("T")
 
-VERSION = 3  # 2: steps carry label, started, tags and detail; 3: records as lists
+VERSION = 4  # 2: steps carry label, started, tags and detail; 3: records as lists;
+# 4: a roadmap's problems name a `mode:` outside `execution:`
 CACHE_LIMIT = 64 * 1024 * 1024
 
 

@@ -11,18 +11,41 @@ from agentcfg import __version__
 from agentcfg.core.visible import visible
 from agentcfg.errors import AgentcfgError
 
+READER_GONE = 141  # what a shell reports for a writer ended by SIGPIPE: 128 + 13
+
 
 class Group(click.Group):
     """The one error path: an AgentcfgError is one line on stderr and its exit code (1, or 2
     for usage), Ctrl-C exits 130, and anything unexpected is one line naming the log that
     keeps its traceback, and exit 3. A command asked for `--json` also gets the error as a
-    JSON object on stdout."""
+    JSON object on stdout. A reader that closed the pipe early (`agentcfg report | head -1`)
+    ends the command quietly, with exit 141."""
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        try:  # `--help` and `--version` print while the arguments are parsed
+            return super().make_context(info_name, args, parent, **extra)
+        except BrokenPipeError:
+            raise click.exceptions.Exit(quiet_stdout()) from None
 
     def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return self._invoke(ctx)
+        except BrokenPipeError:  # also from an error's own lines, written below
+            raise click.exceptions.Exit(quiet_stdout()) from None
+
+    def _invoke(self, ctx: click.Context) -> Any:
         as_json = "--json" in ctx.args  # read now: click empties it on the way down
         try:
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except BrokenPipeError:
             raise
         except AgentcfgError as exc:
             if as_json:
@@ -40,6 +63,23 @@ class Group(click.Group):
                 err=True,
             )
             ctx.exit(3)
+
+
+def quiet_stdout() -> int:
+    """The reader of stdout is gone: what is left to write, the interpreter's last flush
+    included, goes to the null device instead of failing again. The exit code to end with."""
+    import os
+    import sys
+
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, sys.stdout.fileno())
+        finally:
+            os.close(null)
+    except (OSError, ValueError):  # stdout is no file (a test runner's): nothing to point
+        pass
+    return READER_GONE
 
 
 def _keep_traceback(exc: Exception) -> str | None:

@@ -108,7 +108,7 @@ def prepare(ws: Workspace, request: Request, env: Mapping[str, str], home: Path)
         names = ", ".join(sorted(registry.HOSTS))
         raise AgentcfgError(f"unknown host {request.host!r} (one of: {names})") from None
     if host.headless("", None, False, ()) is None:
-        able = ", ".join(n for n in sorted(registry.HOSTS) if _drivable(registry.adapter(n)))
+        able = ", ".join(runnable_hosts())
         raise AgentcfgError(f"{host.TITLE} cannot be run unattended yet (hosts that can: {able})")
     binary = shutil.which(host.BINARY, path=env.get("PATH", os.defpath))
     if binary is None:
@@ -118,9 +118,15 @@ def prepare(ws: Workspace, request: Request, env: Mapping[str, str], home: Path)
     roadmap = loading.load(ws, request.slug)
     slug = ws.canonical(request.slug)
     if not roadmap.autonomous:
+        errors = sum(problem.level == "error" for problem in roadmap.problems)
         raise AgentcfgError(
             f"roadmap `{slug}` is not autonomous: set `execution: {{mode: autonomous}}` in its "
             "frontmatter to run it unattended"
+            + (
+                f"; `agentcfg roadmap lint {slug}` finds {plural(errors, 'error')}"
+                if errors
+                else ""
+            )
         )
     stopped = controls.read_stop(ws, slug)
     if stopped is not None:
@@ -138,6 +144,11 @@ def prepare(ws: Workspace, request: Request, env: Mapping[str, str], home: Path)
 
 def _drivable(host: Host) -> bool:
     return host.headless("", None, False, ()) is not None
+
+
+def runnable_hosts() -> tuple[str, ...]:
+    """The names of the hosts `agentcfg run` can start headless, sorted."""
+    return tuple(n for n in sorted(registry.HOSTS) if _drivable(registry.adapter(n)))
 
 
 @dataclass

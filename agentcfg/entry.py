@@ -15,9 +15,15 @@ def main(argv: list[str] | None = None) -> int:
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
-    from agentcfg.cli import cli
+    from agentcfg.cli import cli, quiet_stdout
 
-    return int(cli.main(args=args, prog_name="agentcfg", standalone_mode=True) or 0)
+    try:
+        try:
+            return int(cli.main(args=args, prog_name="agentcfg", standalone_mode=True) or 0)
+        finally:  # the last of stdout now, while a closed pipe can still be told apart
+            sys.stdout.flush()
+    except BrokenPipeError:  # the reader left (`agentcfg report | head -1`): end quietly
+        return quiet_stdout()
 
 
 def _fire(event: str, argv: list[str]) -> int:

@@ -19,6 +19,7 @@ from pathlib import Path
 from agentcfg import evidence, guard, loading, state, trust
 from agentcfg.core.evidence import EXPLAINED
 from agentcfg.core.roadmap import Roadmap, Step
+from agentcfg.core.suggest import did_you_mean
 from agentcfg.errors import CheckChangedError, ClaimError, RoadmapError, StepError
 from agentcfg.paths import LOCKS
 from agentcfg.workspace import Workspace
@@ -64,7 +65,11 @@ def find_step(roadmap: Roadmap, query: str) -> Step:
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        raise StepError(f"no step `{query}`: give a step id or label, or the start of its text")
+        names = [name for s in roadmap.steps for name in dict.fromkeys((s.name, s.id))]
+        raise StepError(
+            f"no step `{query}`: give a step id or label, or the start of its text"
+            + did_you_mean(query.strip(), names)
+        )
     ids = ", ".join(s.name for s in matches[:8])
     raise StepError(
         f"`{query}` matches {len(matches)} steps ({ids}); give more of the text or the id"

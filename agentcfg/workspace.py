@@ -42,8 +42,11 @@ class Workspace(Record):
         try:
             real = (folder / f"{clean}.md").resolve(strict=True)
         except (OSError, RuntimeError):
+            from agentcfg.core.suggest import did_you_mean
+
             raise RoadmapError(
                 f"no roadmap `{clean}`: roadmaps/{clean}.md does not exist"
+                + did_you_mean(clean, self.slugs())
             ) from None
         stem = real.name.removesuffix(".md")
         if real.parent != folder or not real.is_file() or stem == real.name or not is_slug(stem):

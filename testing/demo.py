@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from testing.simhost import SimulatedHost
 
@@ -24,6 +25,25 @@ _ANSI = {
 def _say(color: str, text: str) -> None:
     tty = sys.stdout.isatty()
     print(f"{_ANSI[color]}{text}{_ANSI['off']}" if tty else text, flush=True)
+
+
+# a ledger event's fields as the demo shows them, each in a column as wide as its widest
+_COLUMNS = (("iteration", "iterations", 11), ("open", "open", 6), ("blocked", "blocked", 9))
+
+
+def ledger_line(event: dict[str, Any]) -> str:
+    """One ledger event in a line: the fields it knows, a blank column for one it leaves
+    unknown (a claim counts no steps, a verify line belongs to no iteration)."""
+    cells = [f"   {event['event']:<22}"]
+    for label, key, width in _COLUMNS:
+        value = event.get(key)
+        cells.append(f"{'' if value is None else f'{label}={value}':<{width}}")
+    if event.get("step") is not None:
+        cells.append(f"step={event['step']}")
+    tokens = event.get("tokens")
+    if isinstance(tokens, dict) and tokens.get("total") is not None:
+        cells.append(f"tokens={tokens['total']:,}")
+    return " ".join(cells).rstrip()
 
 
 def _work_until_allowed(host: SimulatedHost, roadmap: Path) -> None:
@@ -71,14 +91,7 @@ def main() -> int:
         _work_until_allowed(host, roadmap)
         _say("bold", "\n-- the ledger, state/run-continuation.jsonl:")
         for line in (root / "state" / "run-continuation.jsonl").read_text().splitlines():
-            event = json.loads(line)
-            _say(
-                "dim",
-                f"   {event['event']:<22} iteration={event['iterations'] or '-'} open={event['open']} "
-                f"blocked={event['blocked']}"
-                + (f" step={event['step']}" if "step" in event else "")
-                + (f" tokens={event['tokens']['total']:,}" if event.get("tokens") else ""),
-            )
+            _say("dim", ledger_line(json.loads(line)))
         for command in (("roadmap", "status", "demo"), ("report",)):
             shown = subprocess.run(
                 [sys.executable, "-m", "agentcfg", *command],

@@ -79,3 +79,20 @@ def test_the_documents_the_readme_and_contributing_name_exist() -> None:
     }
     assert {"docs/architecture.md", "CONTRIBUTING.md"} <= named
     assert [d for d in sorted(named) if not (REPO / d).is_file()] == []
+
+
+def test_every_install_in_the_readme_installs_this_project() -> None:
+    """The name `agentcfg` on the package index is another project's: no example installs it."""
+    code = "\n".join(re.findall(r"^```\w*\n(.*?)^```", README, re.MULTILINE | re.DOTALL))
+    lines = [line for line in code.splitlines() if re.search(r"\bpipx? install\b", line)]
+    assert len(lines) >= 3  # the install section's two, the CI job's
+    for line in lines:
+        for target in re.findall(r"\bpipx? install\s+(?:-\S+\s+)*(\S+)", line):
+            assert target.strip("\"'`:,").startswith(("git+", "./", ".")), line
+
+
+def test_the_readme_explains_each_execution_mode() -> None:
+    from agentcfg.core.roadmap import MODES
+
+    for mode in MODES:
+        assert re.search(rf"^- `{mode}`", README, re.MULTILINE), f"mode `{mode}` is not explained"

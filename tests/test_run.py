@@ -391,6 +391,21 @@ def test_a_roadmap_that_is_not_autonomous_is_refused(ws: Path, tmp_path: Path) -
     _nothing_started(ws)
 
 
+def test_a_refused_run_points_to_lint_when_the_frontmatter_has_an_error(
+    ws: Path, tmp_path: Path
+) -> None:
+    (ws / "roadmaps" / "flat.md").write_text("---\nmode: autonomous\n---\n- [ ] one\n")
+    _installed(ws)
+    env = _fake_binary(tmp_path / "bin", "claude")
+    result = run_cli("run", "flat", "--host", "claude", env=env)
+    assert result.exit_code == 1
+    assert result.output == (
+        "agentcfg: error: roadmap `flat` is not autonomous: set `execution: {mode: autonomous}` "
+        "in its frontmatter to run it unattended; `agentcfg roadmap lint flat` finds 1 error\n"
+    )
+    _nothing_started(ws)
+
+
 def test_a_host_without_our_stop_hook_is_refused(ws: Path, tmp_path: Path) -> None:
     env = _fake_binary(tmp_path / "bin", "claude")
     result = run_cli("run", "demo", "--host", "claude", env=env)

@@ -49,28 +49,45 @@ def emit_json(data: Any) -> None:
     say(json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False))
 
 
-def duration(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
-    """A click callback: seconds from a duration like 90s, 30m, 2h, 1h30m or 7d."""
-    from agentcfg.core.times import parse_duration
+class Duration(click.ParamType):  # type: ignore[type-arg]  # generic in later click
+    """Seconds from a duration like 90s, 30m, 2h, 1h30m or 7d."""
 
-    if value is None:
-        return None
-    seconds = parse_duration(value)
-    if seconds is None:
-        raise click.BadParameter(f"{value!r} is not a duration like 90s, 30m, 2h, 1h30m or 7d")
-    return seconds
+    name = "duration"
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "DURATION"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        from agentcfg.core.times import parse_duration
+
+        seconds = parse_duration(value)
+        if seconds is None:
+            self.fail(f"{value!r} is not a duration like 90s, 30m, 2h, 1h30m or 7d", param, ctx)
+        return seconds
 
 
-def count(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
-    """A click callback: a whole number from 1 to a billion, in ASCII digits."""
-    from agentcfg.config import INT_LIMIT, positive_int
+class Count(click.ParamType):  # type: ignore[type-arg]  # generic in later click
+    """A whole number from 1 to a billion, in ASCII digits."""
 
-    if value is None:
-        return None
-    number = positive_int(value)
-    if number is None:
-        raise click.BadParameter(f"{value[:20]!r} is not a whole number from 1 to {INT_LIMIT:,}")
-    return number
+    name = "integer"
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "INTEGER"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        from agentcfg.config import INT_LIMIT, positive_int
+
+        number = positive_int(value)
+        if number is None:
+            shown = value[:20] if isinstance(value, str) else value
+            self.fail(f"{shown!r} is not a whole number from 1 to {INT_LIMIT:,}", param, ctx)
+        return number
+
+
+DURATION = Duration()
+COUNT = Count()
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")

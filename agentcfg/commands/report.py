@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from agentcfg import state
-from agentcfg.commands import duration, emit_json, json_option, now, say, workspace
+from agentcfg.commands import DURATION, emit_json, json_option, now, say, workspace
 from agentcfg.core import report as reports
 from agentcfg.core.texts import plural
 from agentcfg.core.times import format_duration
@@ -18,7 +18,7 @@ from agentcfg.workspace import Workspace
 
 
 @click.command("report")
-@click.option("--since", callback=duration, help="Only events this recent, e.g. 7d or 12h.")
+@click.option("--since", type=DURATION, help="Only events this recent, e.g. 7d or 12h.")
 @click.option("--slug", help="Only this roadmap.")
 @click.option("--run", "run_key", help="Only this run (a prefix of its key).")
 @click.option(

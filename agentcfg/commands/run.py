@@ -11,7 +11,7 @@ import click
 
 from agentcfg import driver, fleet, fleet_run, verify
 from agentcfg.agents import agent_session, require_person
-from agentcfg.commands import clock, count, duration, emit_json, json_option, say, workspace
+from agentcfg.commands import COUNT, DURATION, clock, emit_json, json_option, say, workspace
 from agentcfg.core import unattended
 from agentcfg.core.evidence import baseline_line, baseline_total
 from agentcfg.core.texts import store_reach
@@ -32,19 +32,22 @@ def _passed_on(
     return line + ([] if max_wait is None else ["--max-wait", f"{int(max_wait)}s"])
 
 
+_HOSTS = " or ".join(", ".join(driver.runnable_hosts()).rsplit(", ", 1))
+
+
 @click.command("run", context_settings={"ignore_unknown_options": False})
 @click.argument("slug")
-@click.option("--host", "host", required=True, help="The host to run: claude, codex or gemini.")
+@click.option("--host", "host", required=True, metavar="HOST", help=f"The host to run: {_HOSTS}.")
 @click.option("--until", "until", help="Stop by then: HH:MM, an ISO-8601 time, or a duration (8h).")
 @click.option("--window", "window", help="Work only in these hours (local time), e.g. 22:00-06:00.")
 @click.option(
     "--max-restarts",
-    callback=count,
+    type=COUNT,
     help=f"Host starts after the first, at most  [default: {unattended.MAX_RESTARTS}].",
 )
 @click.option(
     "--max-wait",
-    callback=duration,
+    type=DURATION,
     help="The longest single wait (usage limit, backoff) before looking again  [default: 5h].",
 )
 @click.option(
@@ -73,7 +76,7 @@ def _passed_on(
 )
 @click.option(
     "--lease-ttl",
-    callback=duration,
+    type=DURATION,
     help="With --agents: a step lease's life unless renewed (15m).",
 )
 @click.option("--member", type=click.IntRange(min=1), hidden=True)

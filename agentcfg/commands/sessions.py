@@ -10,7 +10,7 @@ import click
 
 from agentcfg import claims, controls, fleet, loading
 from agentcfg.agents import agent_session
-from agentcfg.commands import count, duration, emit_json, json_option, now, say, workspace
+from agentcfg.commands import COUNT, DURATION, emit_json, json_option, now, say, workspace
 from agentcfg.core.times import format_duration, iso
 from agentcfg.doctor import cap_findings
 from agentcfg.hosts.registry import host_of, session_env
@@ -32,8 +32,8 @@ def sessions() -> None:
 @click.argument("slug")
 @click.option("--force", is_flag=True, help="Take the roadmap over from another live session.")
 @session_option
-@click.option("--max-iterations", callback=count, help="This run's iteration cap.")
-@click.option("--wall-clock", callback=duration, help="This run's time cap, e.g. 2h.")
+@click.option("--max-iterations", type=COUNT, help="This run's iteration cap.")
+@click.option("--wall-clock", type=DURATION, help="This run's time cap, e.g. 2h.")
 @click.option("--max-tokens", type=click.IntRange(min=1), help="This run's token budget.")
 @click.option(
     "--step",
@@ -45,7 +45,7 @@ def sessions() -> None:
 )
 @click.option(
     "--lease-ttl",
-    callback=duration,
+    type=DURATION,
     help="With --step: how long the lease lasts unless a turn end renews it (default 15m).",
 )
 def claim_command(
@@ -239,7 +239,8 @@ def _line(row: dict[str, Any]) -> str:
         state = f"{run['ended'] or 'paused'} after {run['iterations']} iterations"
     else:
         state = f"running, {run['iterations']} iterations"
-    return f"{row['session']}  `{row['slug']}` ({row['mode']})  {age} ago  {done}  {state}"
+    mode = f" ({row['mode']})" if row["mode"] else ""  # none read from an unreadable roadmap
+    return f"{row['session']}  `{row['slug']}`{mode}  {age} ago  {done}  {state}"
 
 
 @sessions.command("show")

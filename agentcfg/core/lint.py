@@ -8,6 +8,11 @@ from agentcfg.core.roadmap import Problem, Roadmap
 def lint(roadmap: Roadmap) -> list[Problem]:
     """Every problem of a parsed roadmap, in line order."""
     problems = list(roadmap.problems)
+    if roadmap.mode == "phase-checkpoints":
+        problems.append(Problem(1, "note", (
+            "mode `phase-checkpoints` runs as `interactive` does today: the stop hook lets "
+            "every turn end and `agentcfg run` refuses it; `autonomous` carries the agent on"
+        )))  # fmt: skip
     for step in roadmap.steps:
         if roadmap.autonomous and step.is_open and not step.verify:
             problems.append(

@@ -260,15 +260,32 @@ def _load_yaml(source: str, problems: list[Problem]) -> dict[str, Any]:
 
 def _mode_of(meta: dict[str, Any], problems: list[Problem]) -> str | None:
     execution = meta.get("execution")
-    if execution is None:
-        return None
+    mode = _execution_mode(execution, problems) if execution is not None else None
+    top = meta.get("mode")
+    if isinstance(top, str) and top in MODES:  # `mode:` where `execution:` was meant
+        if mode is None and execution is None:
+            problems.append(Problem(1, "error", (
+                f"frontmatter `mode: {top}` is at the top level, where it is not read: the mode "
+                f"goes under `execution:` (`execution: {{mode: {top}}}`); without it the roadmap "
+                "is interactive and the stop hook never carries it on"
+            )))  # fmt: skip
+        elif mode is not None:
+            problems.append(Problem(1, "warning", (
+                f"frontmatter `mode: {top}` at the top level is not read: the roadmap runs in "
+                f"its `execution:` mode, `{mode}`"
+            )))  # fmt: skip
+    return mode
+
+
+def _execution_mode(execution: object, problems: list[Problem]) -> str | None:
     mode = execution.get("mode") if isinstance(execution, dict) else None
     if not isinstance(mode, str) or mode not in MODES:
-        problems.append(
-            Problem(
-                1, "error", f"unknown execution.mode {mode!r}; expected one of {', '.join(MODES)}"
-            )
-        )
+        told = "`execution:` has no `mode:`" if mode is None else f"unknown execution.mode {mode!r}"
+        problems.append(Problem(1, "error", (
+            f"{told}; expected autonomous (the stop hook carries the "
+            "agent on to the next open step), phase-checkpoints (as interactive, for now) or "
+            "interactive (the default: every turn end is the person's)"
+        )))  # fmt: skip
         return None
     return mode
 

@@ -126,3 +126,31 @@ def test_binary_and_non_utf8_roadmaps(ws: Path, data: bytes, words: str) -> None
     assert result.exit_code == 1
     assert words in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_mistyped_slug_or_step_is_told_the_close_names(
+    ws: Path, snapshot: SnapshotAssertion
+) -> None:
+    write_roadmap(ws, "wordy", "## Phase 1\n- [ ] **1.1** a <!-- verify: true -->\n")
+    seen = [
+        run_cli("roadmap", "status", "wordz"),
+        run_cli("roadmap", "next", "Demo"),
+        run_cli("sessions", "claim", "wordys", "--session", "s1"),
+        run_cli("roadmap", "done", "demo", "1.9"),
+        run_cli("roadmap", "verify", "demo", "2.9"),
+        run_cli("roadmap", "status", "zzz"),
+    ]
+    assert [r.exit_code for r in seen] == [1] * 6
+    assert all(len(r.output.splitlines()) == 1 for r in seen)
+    assert [r.output for r in seen] == snapshot
+
+
+def test_lint_flags_a_mode_outside_execution_and_tells_what_checkpoints_do(
+    ws: Path, snapshot: SnapshotAssertion
+) -> None:
+    body = "## Phase 1\n- [ ] **1.1** a <!-- verify: true -->\n"
+    (ws / "roadmaps" / "flat.md").write_text("---\nmode: autonomous\n---\n" + body)
+    write_roadmap(ws, "staged", body, mode="phase-checkpoints")
+    result = run_cli("roadmap", "lint", "flat", "staged")
+    assert result.exit_code == 1
+    assert result.output == snapshot

@@ -120,6 +120,19 @@ def test_list_and_show(ws: Path, clock: list[float], snapshot: SnapshotAssertion
     assert shown["run"]["iterations"] == 0
 
 
+def test_a_claim_on_an_unreadable_roadmap_is_listed_without_a_mode(
+    ws: Path, clock: list[float], snapshot: SnapshotAssertion
+) -> None:
+    run_cli("sessions", "claim", "demo", "--session", "s1", at=clock)
+    (ws / "roadmaps" / "demo.md").write_bytes(b"\xff\xfe not text")
+    shown = (
+        run_cli("sessions", "list", at=clock).output
+        + run_cli("sessions", "show", "--session", "s1", at=clock).output
+    )
+    assert "None" not in shown
+    assert shown == snapshot
+
+
 def test_list_and_show_when_empty(ws: Path) -> None:
     assert run_cli("sessions", "list").output == "no claims\n"
     assert run_cli("sessions", "show", "--session", "x").output == "session x holds no claim\n"
