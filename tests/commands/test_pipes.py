@@ -49,7 +49,7 @@ def test_a_closed_pipe_ends_the_command_quietly_with_exit_141(
     run_cli("sessions", "claim", "demo", "--session", "s1")  # a claim and a ledger to show
     ended = into_closed_pipe(ws, *args)
     assert (ended.returncode, ended.stderr) == (141, "")
-    assert not (ws.parent / "xdg").exists()  # no error log: nothing went wrong
+    assert not (ws.parent / "xdg" / "agentcfg" / "error.log").exists()  # nothing went wrong
 
 
 def test_head_reading_one_line_of_a_long_output_stops_it_quietly(ws: Path) -> None:
