@@ -21,7 +21,7 @@ from agentcfg.core.digest import sha256_hex
 from agentcfg.core.guard import Guard
 from agentcfg.core.roadmap import Step
 from agentcfg.core.times import iso_ms
-from agentcfg.paths import CHECKS
+from agentcfg.paths import CHECKS, ROADMAPS, STATE
 from agentcfg.workspace import Workspace
 
 FILE_LIMIT = 16 * 1024 * 1024  # a guarded file larger than this counts by its size and time
@@ -43,6 +43,8 @@ class Tree:
         absent: list[str] = []
         for path in model.named_paths(command):
             full = self.root / path
+            if _agentcfgs(path):
+                continue
             if full.is_dir() and not full.is_symlink():
                 for rel, inner in _files(self.root, full):  # a named folder: what it holds now
                     files[rel] = self._whole(rel, inner)
@@ -117,7 +119,16 @@ def _files(root: Path, folder: Path) -> Iterable[tuple[str, Path]]:
                     stack.append(Path(entry.path))
             elif entry.is_file(follow_symlinks=False):
                 full = Path(entry.path)
-                yield full.relative_to(root).as_posix(), full
+                rel = full.relative_to(root).as_posix()
+                if not _agentcfgs(rel):
+                    yield rel, full
+
+
+def _agentcfgs(path: str) -> bool:
+    """A path agentcfg itself writes or guards otherwise: the roadmaps (ticked by `roadmap
+    done`, held by the run's contract) and the state folder. No check's guard covers them."""
+    top = path.split("/", 1)[0]
+    return top in (ROADMAPS, STATE)
 
 
 def _part_digest(full: Path, part: str) -> str | None:

@@ -412,11 +412,6 @@ def take_baseline(
     if results:
         ran = {r.step: (r.command, r.exit_code) for r in results}
         evidence.record(ws, slug, ran, git_facts(ws.root), time.time())
-        log(
-            ws, "baseline", slug, roadmap, env, time.time(),
-            steps={r.step: r.exit_code for r in results},
-            seconds=round(sum(r.duration for r in results), 3),
-        )  # fmt: skip
     return results, untrusted
 
 

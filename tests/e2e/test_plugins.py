@@ -163,7 +163,7 @@ def test_codex_by_its_marketplace(tmp_path: Path) -> None:
     hook = hooks["stop"]
     findings = json.loads(agentcfg(root, env, "doctor", "--json"))
     wiring = [(f["level"], f["subject"]) for f in findings if f["subject"].startswith("codex")]
-    assert wiring == [("ok", "codex (plugin)")]
+    assert wiring == [("ok", "codex (plugin)"), ("warning", "codex (store)")]  # no sandbox set
     run = exec_codex(root, home, env, idle=False)
     assert not (root / ".codex").exists() and not (codex_home / "hooks.json").exists()
     assert_complete(run, codex_session(run, tmp_path))

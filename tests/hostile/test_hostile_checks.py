@@ -280,3 +280,16 @@ def test_a_receipt_from_another_branch_is_stale_here(project: Path) -> None:
     found = audit_json(project)
     assert found["counts"] == {"proven": 0, "unproven": 0, "stale": 1, "open": 1}
     assert found["ok"] is False
+
+
+def test_a_check_that_reads_the_roadmaps_is_not_changed_by_their_ticks(ws: Path) -> None:
+    """The roadmaps are agentcfg's to tick (and the run's contract holds them): no check's guard
+    covers them, or closing one step would change the check of the next."""
+    check = "test -d roadmaps && grep -q Two roadmaps/two.md"
+    (ws / "roadmaps" / "two.md").write_text(
+        "---\nexecution:\n  mode: autonomous\n---\n# Two\n## Phase 1\n"
+        f"- [ ] **1.1** One <!-- verify: {check} -->\n- [ ] **1.2** Two <!-- verify: {check} -->\n"
+    )
+    run_hostile(ws, ["roadmap", "trust", "two"], 0, env=env_of(ws))
+    for step in ("1.1", "1.2"):
+        run_hostile(ws, ["roadmap", "done", "two", step], 0, env=env_of(ws))
