@@ -1,7 +1,10 @@
 """`roadmap audit`: which ticked steps of a roadmap a receipt proves, for a reviewer.
 
-proven: a passing receipt for the step's text and its current verify line; stale: receipts
-only for a verify line it no longer has; unproven: ticked with none; open: not ticked.
+proven: the newest receipt for the step (its id, its text and its current verify line, made
+since it joined a run's contract) passed; stale: receipts only for a verify line it no longer
+has; unproven: ticked with none, or the newest failed (a re-proof at a run's end); open: not
+ticked. The hook judges a run by the same rule (core/contract.py). The entries of the final
+re-proof's record (state/finals/, committed on a fleet's branch) count as receipts.
 With `rerun`, the trusted verify lines of the proven steps run again on the tree as it is.
 """
 
@@ -11,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agentcfg import contract, loading, state, trust, verify
+from agentcfg import contract, finals, loading, state, trust, verify
 from agentcfg.config import load_config
-from agentcfg.core.contract import command_hash, text_hash
+from agentcfg.core.contract import Receipt, command_hash, deciding, matched, text_hash
 from agentcfg.core.roadmap import Step
 from agentcfg.verify import VerifyResult
 from agentcfg.workspace import Workspace
@@ -53,14 +56,22 @@ def audit(ws: Workspace, slug: str, env: Mapping[str, str], rerun: bool = False)
     roadmap = loading.load(ws, slug)
     receipts = _receipts(ws, slug)
     contracted: set[str] = set()
+    terms: dict[str, tuple[set[str], float]] = {}  # a step's ids then and when it joined, by id
     records = 0
     for key, _path in contract.records(ws, slug):
         found, _problem = contract.read(ws, key, slug)
         records += 1
         if found is not None:
             contracted.update(t.text for t in found.terms)
-    rows = [_row(step, receipts, not records or text_hash(step.text) in contracted)
-            for step in roadmap.steps]  # fmt: skip
+            for term, step in matched(found, roadmap):
+                if step is not None:
+                    ids, since = terms.get(step.id, ({step.id}, 0.0))
+                    terms[step.id] = (ids | {term.id}, max(since, term.since))
+    rows = [
+        _row(step, receipts, not records or text_hash(step.text) in contracted,
+             terms.get(step.id, ({step.id}, 0.0)))
+        for step in roadmap.steps
+    ]  # fmt: skip
     if rerun:
         again = [r.step for r in rows if r.status == "proven" and r.step.verify]
         trust.require(ws, slug, again, env)
@@ -74,22 +85,36 @@ def audit(ws: Workspace, slug: str, env: Mapping[str, str], rerun: bool = False)
     return Audit(slug, tuple(rows), records)
 
 
-def _receipts(ws: Workspace, slug: str) -> list[dict[str, Any]]:
+def _receipts(ws: Workspace, slug: str) -> list[tuple[Receipt, dict[str, Any]]]:
+    """Every receipt of the roadmap (the final re-proof's entries too), read as the hook reads
+    them, each with the fields it was written with."""
     data = state.read_json(contract.receipts_path(ws, slug), limit=4 * state.STATE_FILE_LIMIT)
     listed = data.get("receipts") if data is not None else None
-    return [r for r in listed if isinstance(r, dict)] if isinstance(listed, list) else []
+    items = [r for r in listed if isinstance(r, dict)] if isinstance(listed, list) else []
+    items += finals.as_receipts(finals.read_final(ws, slug))
+    read = ((contract.receipt_of(item), item) for item in items)
+    return [(r, item) for r, item in read if r is not None]
 
 
-def _row(step: Step, receipts: list[dict[str, Any]], contracted: bool) -> Row:
+def _row(
+    step: Step,
+    receipts: list[tuple[Receipt, dict[str, Any]]],
+    contracted: bool,
+    term: tuple[set[str], float],
+) -> Row:
     if step.mark != "done":
         return Row(step, "open" if step.mark == "open" else step.mark, contracted, None)
-    mine = [r for r in receipts if r.get("text") == text_hash(step.text)]
-    passed = [r for r in mine if r.get("exit_code") == 0 or r.get("command") is None]
-    proving = [r for r in passed if r.get("command") == command_hash(step.verify)]
-    if proving:
-        return Row(step, "proven", contracted, proving[-1])
-    if passed:
-        return Row(step, "stale", contracted, passed[-1])
+    ids, since = frozenset(term[0]), term[1]
+    text = text_hash(step.text)
+    fields = {id(r): item for r, item in receipts}
+    known = tuple(r for r, _ in receipts)
+    newest = deciding(known, ids, text, command_hash(step.verify), since)
+    if newest is not None:
+        status = "proven" if newest.passed else "unproven"
+        return Row(step, status, contracted, fields[id(newest)])
+    older = [r for r in known if r.step in ids and r.text == text and r.passed and r.at >= since]
+    if older:
+        return Row(step, "stale", contracted, fields[id(older[-1])])
     return Row(step, "unproven", contracted, None)
 
 

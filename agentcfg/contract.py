@@ -176,10 +176,11 @@ def receipts_path(ws: Workspace, slug: str) -> Path:
 def read_receipts(ws: Workspace, slug: str) -> tuple[Receipt, ...]:
     data = state.read_json(receipts_path(ws, slug), limit=4 * state.STATE_FILE_LIMIT)
     listed = data.get("receipts") if data is not None else None
-    return tuple(r for r in map(_receipt, listed if isinstance(listed, list) else ()) if r)
+    return tuple(r for r in map(receipt_of, listed if isinstance(listed, list) else ()) if r)
 
 
-def _receipt(item: object) -> Receipt | None:
+def receipt_of(item: object) -> Receipt | None:
+    """One receipt from its JSON; None when anything has the wrong shape."""
     if not isinstance(item, dict):
         return None
     at = parse_iso(item.get("at"))
@@ -188,7 +189,7 @@ def _receipt(item: object) -> Receipt | None:
         return None
     if not isinstance(command, (str, type(None))) or not (code is None or type(code) is int):
         return None
-    return Receipt(step, text, command, code, at)
+    return Receipt(step, text, command, code, at, item.get("final") is True)
 
 
 def add_receipt(ws: Workspace, slug: str, fields: dict[str, Any]) -> None:

@@ -33,6 +33,7 @@ FLEET = "fleet"  # state/fleet/<slug>.json: this workspace's step lease in a fle
 WORKTREES = "worktrees"  # state/worktrees/<slug>/<n>/: the worktrees of `run --agents`
 CONTRACTS = "contracts"  # state/contracts/<key>-<slug>.json: the contract of one run
 RECEIPTS = "receipts"  # state/receipts/<slug>.json: the receipts of a roadmap's steps
+FINALS = "finals"  # state/finals/<slug>.json: the re-proof of every contracted step at the end
 # a person's own state, outside any workspace (see user_state)
 TRUST_STORE = "trust.json"  # the verify lines a person trusted
 ERROR_LOG = "error.log"  # the traceback of the CLI's last unexpected error

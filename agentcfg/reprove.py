@@ -1,0 +1,200 @@
+"""The re-proof at a run's end: every contracted step's trusted verify line runs again on the
+final tree before `complete` is recorded (docs/architecture.md, section 8).
+
+A step that fails is reopened (its box unticked) and the run goes on, told; a verify line that
+several steps share runs once. Each step's outcome is a receipt marked `final` (a failing one
+too: the newest receipt decides), and the whole is the roadmap's final record
+(`finals.py`), which the stop hook asks for before it lets a run end `complete`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentcfg import contract, finals, loading, state, trust, verify
+from agentcfg.config import load_config
+from agentcfg.core.contract import Receipt, command_hash, deciding, matched, text_hash
+from agentcfg.core.roadmap import Roadmap, Step, scan
+from agentcfg.core.times import iso_ms
+from agentcfg.errors import AgentcfgError
+from agentcfg.finals import Final, Proved
+from agentcfg.verify import VerifyResult
+from agentcfg.workspace import Workspace
+
+Run = Callable[[Step, Path, float], VerifyResult]
+Changed = Callable[[Step], tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class Reproof:
+    """What the re-proof found: the steps that passed, those that failed (with why), those it
+    reopened, and how long it took."""
+
+    slug: str
+    passed: tuple[str, ...]
+    failed: tuple[tuple[str, str], ...]  # (step id, reason)
+    reopened: tuple[str, ...]
+    seconds: float
+    commands: int  # verify lines run (a shared one once)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+    @property
+    def steps(self) -> int:
+        return len(self.passed) + len(self.failed)
+
+    def summary(self) -> str:
+        """One line for the ending: "re-proof 3 steps in 1.2 s" (and what failed)."""
+        noun = "step" if self.steps == 1 else "steps"
+        line = f"re-proof {self.steps} {noun} in {self.seconds:.1f} s"
+        if self.failed:
+            line += ": failed " + ", ".join(f"{step} ({why})" for step, why in self.failed)
+        return line
+
+
+def contracted(ws: Workspace, slug: str, roadmap: Roadmap) -> list[Step]:
+    """The roadmap's steps any run on it contracted, in the roadmap's order; with no record of a
+    run, every ticked step (as `roadmap audit` counts them)."""
+    ids: set[str] = set()
+    records = 0
+    for key, _path in contract.records(ws, slug):
+        records += 1
+        found, _problem = contract.read(ws, key, slug)
+        if found is not None:
+            ids.update(step.id for _term, step in matched(found, roadmap) if step is not None)
+    if not records:
+        ids = {s.id for s in roadmap.steps if s.mark == "done"}
+    return [s for s in roadmap.steps if s.id in ids]
+
+
+def reprove(
+    ws: Workspace,
+    slug: str,
+    env: Mapping[str, str],
+    *,
+    now: float,
+    changed: Changed | None = None,
+    run: Run = verify.run,
+    only: frozenset[str] | None = None,
+    reopen: bool = True,
+    record: bool = True,
+    clock: Callable[[], float] = time.monotonic,
+) -> Reproof:
+    """Run every contracted step's trusted verify line again (`only`: just these steps, a fleet
+    member's); reopen the ticked ones that fail; record each outcome as a `final` receipt and,
+    with `record`, the roadmap's final record.
+
+    `changed(step)`: the files its check guards that changed since a person trusted it (a step
+    with any counts as failed, "check changed: <files>"); None: nothing changed.
+    """
+    started = clock()
+    slug = ws.canonical(slug)
+    roadmap = loading.load(ws, slug)
+    steps = [s for s in contracted(ws, slug, roadmap) if only is None or s.id in only]
+    receipts = contract.read_receipts(ws, slug)
+    known = _trusted(ws, slug, env)
+    timeout = load_config(ws, env).verify_timeout
+    outcomes: dict[str, tuple[bool, str]] = {}
+    ran: dict[str, VerifyResult] = {}  # by command: a line shared by several steps runs once
+    for step in steps:
+        outcomes[step.id] = _outcome(step, changed, known, receipts, ran, ws.root, timeout, run)
+    seconds = clock() - started
+    moment = iso_ms(now)
+    for step in steps:
+        passed, reason = outcomes[step.id]
+        fields: dict[str, object] = {
+            "step": step.id,
+            "text": text_hash(step.text),
+            "command": command_hash(step.verify),
+            "exit_code": 0 if passed else _code(ran.get(step.verify or "")),
+            "at": moment,
+            "final": True,
+        }
+        if reason:
+            fields["reason"] = reason
+        contract.add_receipt(ws, slug, fields)
+    failed = tuple((s.id, outcomes[s.id][1]) for s in steps if not outcomes[s.id][0])
+    reopened: list[str] = []
+    if reopen:
+        for step_id, _why in failed:
+            step = next(s for s in steps if s.id == step_id)
+            if step.mark == "done":
+                try:
+                    verify.mark_open(ws, slug, step_id)
+                except AgentcfgError:
+                    continue
+                reopened.append(step_id)
+    found = Reproof(
+        slug,
+        tuple(s.id for s in steps if outcomes[s.id][0]),
+        failed,
+        tuple(reopened),
+        seconds,
+        len(ran),
+    )
+    after = loading.load(ws, slug)
+    _log(ws, "reproof", slug, after, now, passed=list(found.passed),
+         failed=[list(f) for f in failed], seconds=round(seconds, 3), commands=len(ran))  # fmt: skip
+    if reopened:
+        _log(ws, "reproof-reopened", slug, after, now, steps=reopened)
+    if record:
+        proved = tuple(
+            Proved(s.id, text_hash(s.text), command_hash(s.verify), *outcomes[s.id]) for s in steps
+        )
+        finals.write_final(ws, Final(slug, now, seconds, finals.roadmap_digest(after), proved))
+    return found
+
+
+def _outcome(
+    step: Step,
+    changed: Changed | None,
+    known: dict[str, str] | None,
+    receipts: tuple[Receipt, ...],
+    ran: dict[str, VerifyResult],
+    root: Path,
+    timeout: float,
+    run: Run,
+) -> tuple[bool, str]:
+    """Whether one step passes again on the tree as it is, and why not."""
+    if step.mark != "done":
+        return False, "blocked" if step.blocked and step.mark == "open" else step.mark
+    files = changed(step) if changed is not None else ()
+    if files:
+        return False, "check changed: " + ", ".join(files)
+    if not step.verify:  # nothing to run: its receipt of `roadmap done --no-verify` closes it
+        newest = deciding(receipts, frozenset((step.id,)), text_hash(step.text), None, 0.0)
+        return (True, "") if newest is not None and newest.passed else (False, "no receipt")
+    if known is None or known.get(step.id) != trust.digest(step.verify):
+        return False, "not trusted"
+    result = ran.get(step.verify)
+    if result is None:
+        result = ran[step.verify] = run(step, root, timeout)
+    if result.passed:
+        return True, ""
+    return False, "timed out" if result.exit_code is None else f"exit {result.exit_code}"
+
+
+def _trusted(ws: Workspace, slug: str, env: Mapping[str, str]) -> dict[str, str] | None:
+    try:
+        return trust.trusted_lines(ws, slug, env)
+    except AgentcfgError:
+        return None
+
+
+def _code(result: VerifyResult | None) -> int | None:
+    """The exit code a failing step's receipt shows: its line's, or None when nothing of its
+    own failed (never 0, which would read as a pass)."""
+    return None if result is None or result.passed else result.exit_code
+
+
+def _log(
+    ws: Workspace, event: str, slug: str, roadmap: Roadmap, now: float, **fields: object
+) -> None:
+    counts = scan(roadmap).counts
+    record = state.event(event, now, None, slug, open=counts.open, blocked=counts.blocked, **fields)
+    state.append_ledger(ws.state, record)
