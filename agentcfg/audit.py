@@ -33,11 +33,21 @@ class Row:
     rerun: VerifyResult | None = None
 
     @property
+    def refuted(self) -> str | None:
+        """Why the re-proof at a run's end failed this step, when its newest receipt says so
+        (reopened or not: the run did not end on a proof)."""
+        receipt = self.receipt or {}
+        if receipt.get("final") is not True or receipt.get("exit_code") == 0:
+            return None
+        return str(receipt.get("reason") or "it failed")
+
+    @property
     def ok(self) -> bool:
         """Nothing for a reviewer to hold against this step."""
         ticked = self.step.mark == "done"
         rerun_ok = self.rerun is None or self.rerun.passed
-        return (not ticked or not self.contracted or self.status == "proven") and rerun_ok
+        proven = not ticked or not self.contracted or self.status == "proven"
+        return proven and rerun_ok and (self.refuted is None or not self.contracted)
 
 
 @dataclass(frozen=True)
@@ -102,13 +112,15 @@ def _row(
     contracted: bool,
     term: tuple[set[str], float],
 ) -> Row:
-    if step.mark != "done":
-        return Row(step, "open" if step.mark == "open" else step.mark, contracted, None)
     ids, since = frozenset(term[0]), term[1]
     text = text_hash(step.text)
     fields = {id(r): item for r, item in receipts}
     known = tuple(r for r, _ in receipts)
     newest = deciding(known, ids, text, command_hash(step.verify), since)
+    if step.mark != "done":
+        failed = newest if newest is not None and newest.final and not newest.passed else None
+        shown = fields[id(failed)] if failed is not None else None
+        return Row(step, "open" if step.mark == "open" else step.mark, contracted, shown)
     if newest is not None:
         status = "proven" if newest.passed else "unproven"
         return Row(step, status, contracted, fields[id(newest)])
@@ -132,6 +144,7 @@ def to_json(found: Audit) -> dict[str, Any]:
                 "status": r.status,
                 "contracted": r.contracted,
                 "receipt": r.receipt,
+                "refuted": r.refuted,
                 "rerun": None
                 if r.rerun is None
                 else {"exit_code": r.rerun.exit_code, "passed": r.rerun.passed},

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from agentcfg import contract, finals, loading, state, trust, verify
 from agentcfg.config import load_config
-from agentcfg.core.contract import Receipt, command_hash, deciding, matched, text_hash
+from agentcfg.core.contract import Receipt, command_hash, deciding, judge, matched, text_hash
 from agentcfg.core.roadmap import Roadmap, Step, scan
 from agentcfg.core.times import iso_ms
 from agentcfg.errors import AgentcfgError
@@ -49,27 +49,42 @@ class Reproof:
         return len(self.passed) + len(self.failed)
 
     def summary(self) -> str:
-        """One line for the ending: "re-proof 3 steps in 1.2 s" (and what failed)."""
+        """For the ending: "re-proof 3 steps in 1.2 s" (and how many failed)."""
         noun = "step" if self.steps == 1 else "steps"
         line = f"re-proof {self.steps} {noun} in {self.seconds:.1f} s"
-        if self.failed:
-            line += ": failed " + ", ".join(f"{step} ({why})" for step, why in self.failed)
-        return line
+        return line + (f", {len(self.failed)} failed" if self.failed else "")
 
 
-def contracted(ws: Workspace, slug: str, roadmap: Roadmap) -> list[Step]:
-    """The roadmap's steps any run on it contracted, in the roadmap's order; with no record of a
-    run, every ticked step (as `roadmap audit` counts them)."""
-    ids: set[str] = set()
+def contracted(ws: Workspace, slug: str, roadmap: Roadmap) -> dict[str, frozenset[str]]:
+    """The roadmap's steps any run on it contracted, in the roadmap's order, each with the ids
+    its receipts may name (its own, and its id when it joined); with no record of a run, every
+    ticked step (as `roadmap audit` counts them)."""
+    ids: dict[str, set[str]] = {}
     records = 0
     for key, _path in contract.records(ws, slug):
         records += 1
         found, _problem = contract.read(ws, key, slug)
-        if found is not None:
-            ids.update(step.id for _term, step in matched(found, roadmap) if step is not None)
+        for term, step in matched(found, roadmap) if found is not None else ():
+            if step is not None:
+                ids.setdefault(step.id, {step.id}).add(term.id)
     if not records:
-        ids = {s.id for s in roadmap.steps if s.mark == "done"}
-    return [s for s in roadmap.steps if s.id in ids]
+        ids = {s.id: {s.id} for s in roadmap.steps if s.mark == "done"}
+    return {s.id: frozenset(ids[s.id]) for s in roadmap.steps if s.id in ids}
+
+
+def closed_out(ws: Workspace, slug: str, now: float) -> bool:
+    """Every run on the roadmap has closed every step of its contract, and nothing is left
+    blocked: the moment to re-prove them all (the `roadmap done` of the last one)."""
+    roadmap = loading.load(ws, slug)
+    receipts = contract.read_receipts(ws, slug)
+    judged = [
+        judge(found, roadmap, receipts, now)
+        for key, _path in contract.records(ws, slug)
+        for found in (contract.read(ws, key, slug)[0],)
+        if found is not None
+    ]
+    blocked = any(s.blocked and s.mark == "open" for s in roadmap.steps)
+    return bool(judged) and not blocked and all(not j.open_ids for j in judged)
 
 
 def reprove(
@@ -95,14 +110,17 @@ def reprove(
     started = clock()
     slug = ws.canonical(slug)
     roadmap = loading.load(ws, slug)
-    steps = [s for s in contracted(ws, slug, roadmap) if only is None or s.id in only]
+    ids = contracted(ws, slug, roadmap)
+    steps = [s for s in roadmap.steps if s.id in ids and (only is None or s.id in only)]
     receipts = contract.read_receipts(ws, slug)
     known = _trusted(ws, slug, env)
     timeout = load_config(ws, env).verify_timeout
     outcomes: dict[str, tuple[bool, str]] = {}
     ran: dict[str, VerifyResult] = {}  # by command: a line shared by several steps runs once
     for step in steps:
-        outcomes[step.id] = _outcome(step, changed, known, receipts, ran, ws.root, timeout, run)
+        outcomes[step.id] = _outcome(
+            step, ids[step.id], changed, known, receipts, ran, ws.root, timeout, run
+        )
     seconds = clock() - started
     moment = iso_ms(now)
     for step in steps:
@@ -152,6 +170,7 @@ def reprove(
 
 def _outcome(
     step: Step,
+    ids: frozenset[str],
     changed: Changed | None,
     known: dict[str, str] | None,
     receipts: tuple[Receipt, ...],
@@ -166,9 +185,11 @@ def _outcome(
     files = changed(step) if changed is not None else ()
     if files:
         return False, "check changed: " + ", ".join(files)
+    newest = deciding(receipts, ids, text_hash(step.text), command_hash(step.verify), 0.0)
+    if newest is None or not newest.passed:  # a tick without a receipt never counts
+        return False, "no receipt"
     if not step.verify:  # nothing to run: its receipt of `roadmap done --no-verify` closes it
-        newest = deciding(receipts, frozenset((step.id,)), text_hash(step.text), None, 0.0)
-        return (True, "") if newest is not None and newest.passed else (False, "no receipt")
+        return True, ""
     if known is None or known.get(step.id) != trust.digest(step.verify):
         return False, "not trusted"
     result = ran.get(step.verify)

@@ -84,10 +84,14 @@ def test_a_failing_step_is_reopened_told_and_its_final_receipt_overrides_the_pas
     (newest,) = [r for r in contract.read_receipts(Workspace(ws), "r") if r.step == "1.3"][-1:]
     assert (newest.final, newest.passed) == (True, False)
     audit = run_cli("roadmap", "audit", "r")
-    assert audit.exit_code == 0  # reopened: open, not a tick without proof
+    assert audit.exit_code == 1  # reopened, and the run did not end on a proof
+    assert "1.3  open      failed the re-proof at the run's end (exit 1)" in audit.output
     road.write_text(road.read_text().replace("- [ ] **1.3**", "- [x] **1.3**"))  # ticked again
     again = run_cli("roadmap", "audit", "r")
-    assert again.exit_code == 1 and "1.3" in again.output
+    assert again.exit_code == 1 and "1.3  unproven" in again.output
+    (ws / "report.txt").write_text("ok\n")
+    assert run_cli("roadmap", "done", "r", "1.3").exit_code == 0  # a new receipt, a new proof
+    assert run_cli("roadmap", "audit", "r").exit_code == 0
 
 
 def test_a_check_that_changed_since_trust_fails_its_step(road: Path, ws: Path) -> None:
@@ -100,22 +104,23 @@ def test_a_check_that_changed_since_trust_fails_its_step(road: Path, ws: Path) -
     assert found.failed == (("1.2", "check changed: tests/test_x.py"),)
 
 
-def test_an_untrusted_line_and_an_open_step_never_pass(road: Path, ws: Path) -> None:
+def test_a_tick_without_a_receipt_an_untrusted_line_and_an_open_step_never_pass(
+    road: Path, ws: Path
+) -> None:
     (ws / "report.txt").write_text("ok\n")
     assert run_cli("roadmap", "done", "r", "1.3").exit_code == 0
-    road.write_text(road.read_text().replace("- [ ] **1.1**", "- [x] **1.1**"))
-    road.write_text(
-        road.read_text().replace(
-            "verify: true -->\n- [ ] **1.2**", "verify: echo -->\n- [ ] **1.2**"
-        )
-    )
+    road.write_text(road.read_text().replace("- [ ] **1.1**", "- [x] **1.1**"))  # by hand
+    (ws.parent / "home" / ".local" / "state" / "agentcfg" / "trust.json").unlink()
     found = reprove.reprove(Workspace(ws), "r", os.environ, now=time.time(), reopen=False)
-    assert dict(found.failed) == {"1.1": "not trusted", "1.2": "open", "1.4": "open"}
+    assert dict(found.failed) == {
+        "1.1": "no receipt", "1.2": "open", "1.3": "not trusted", "1.4": "open",
+    }  # fmt: skip
     assert "- [x] **1.1**" in road.read_text()  # reopen=False: the boxes stay
 
 
 def test_only_restricts_the_re_proof_and_no_record_is_written(road: Path, ws: Path) -> None:
     done_all(ws)
+    finals.path_of(Workspace(ws), "r").unlink()  # the last `done` re-proved them all
     found = reprove.reprove(
         Workspace(ws), "r", os.environ, now=time.time(), only=frozenset({"1.2"}), record=False
     )

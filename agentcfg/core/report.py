@@ -29,6 +29,7 @@ ENDINGS = (
     "halt-roadmap-absent",
     "halt-state-unreadable",
     "halt-contract-changed",
+    "halt-unproven",
     "halt-restarts",  # `agentcfg run`'s own endings
     "halt-until",
     "interrupted",

@@ -58,6 +58,20 @@ def continuation(
     return "\n".join(lines)
 
 
+def final_needed(slug: str, iteration: int, cap: int) -> str:
+    """The continuation when every contracted step is closed but no final re-proof covers them."""
+    command = " ".join(map(sh_quote, ["agentcfg", "roadmap", "verify", slug, "--final"]))
+    return "\n".join(
+        (
+            f"run-continuation: every contracted step of roadmap `{slug}` is closed, but the run's "
+            f"end is not proven yet — iteration {iteration}/{cap}.",
+            f"Run `{command}`: it runs every contracted step's verify line again on the tree as "
+            "it is, reopens any step that fails, and records the final proof the run ends on.",
+            "Then close whatever it reopened, and end the turn.",
+        )
+    )
+
+
 def close_command(slug: str, step: Step) -> str:
     """`agentcfg roadmap done` for this step, runnable in `sh` exactly as printed."""
     return _command("done", slug, step.name, *([] if step.verify else ["--no-verify"]))
@@ -186,6 +200,11 @@ NOTES = {
         "agentcfg: roadmap `{slug}` stopped: its contract changed during the run ({open}): "
         "{problem}. Undo that, or accept it as yours with `agentcfg roadmap trust {slug}`; "
         "then have the agent claim it again: `agentcfg sessions claim {slug}`."
+    ),
+    "halt-unproven": (
+        "agentcfg: roadmap `{slug}` stopped: its steps are ticked but the re-proof at the end "
+        "failed again ({problem}). See `agentcfg roadmap audit {slug}`, fix what fails, then "
+        "run it again: `agentcfg roadmap verify {slug} --final`."
     ),
     "halt-state-unreadable": (
         "agentcfg: roadmap `{slug}` stopped: this session's run state could not be read. "

@@ -28,6 +28,7 @@ EXIT_CODES = {
     "halt-roadmap-absent": 15,  # the roadmap or the run's state went wrong under the run
     "halt-contract-changed": 15,
     "halt-state-unreadable": 15,
+    "halt-unproven": 15,  # every step ticked, but the re-proof at the end cannot pass
     "halt-restarts": 16,  # the host kept ending early: the restart budget is spent
     "interrupted": 130,  # Ctrl-C at the driver
 }

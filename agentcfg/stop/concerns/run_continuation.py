@@ -14,7 +14,14 @@ from agentcfg.config import ChainEntry
 from agentcfg.core import phrases
 from agentcfg.core.chain import RUN_CONTINUATION
 from agentcfg.core.ladder import Fire, RunState, decide
-from agentcfg.core.texts import claim_lost, continuation, lease_lost, note, stopped
+from agentcfg.core.texts import (
+    claim_lost,
+    continuation,
+    final_needed,
+    lease_lost,
+    note,
+    stopped,
+)
 from agentcfg.errors import StateError
 from agentcfg.stop.context import HookContext
 from agentcfg.stop.dispatch import ALLOW, Verdict
@@ -53,12 +60,13 @@ class RunContinuation:
             open_ids = frozenset(s.id for s in roadmap.steps if s.is_open)
         if open_ids is not None and member is not None:
             open_ids = frozenset(i for i in open_ids if i == member.step)
+        blocked = _blocked(ctx, scanned.counts.blocked if scanned else 0)
         fire = Fire(
             turn=ctx.turn,
             reply=ctx.reply_key,
             open_ids=open_ids,
             changed=roadmap is not None and _halts_on_change(ctx),
-            blocked=_blocked(ctx, scanned.counts.blocked if scanned else 0),
+            blocked=blocked,
             now=ctx.now,
             deferred=refused == ctx.reply_key,
             # asking leave again after a refusal in this turn is a question: it hands back
@@ -67,6 +75,7 @@ class RunContinuation:
             background=ctx.event.background_tasks > 0,
             person=ctx.person,
             shadow=ctx.config.mode == "shadow",
+            unfinal=open_ids == frozenset() and not blocked and member is None and _unfinal(ctx),
         )
         path = claims.run_path(ctx.ws, ctx.key, claim.slug)
         try:
@@ -120,6 +129,9 @@ class RunContinuation:
                 **step, **_proven(ctx),
             )  # fmt: skip
         counts = scanned.counts if scanned else None
+        if fire.unfinal and not fire.open:
+            return Verdict("block", final_needed(claim.slug, after.iterations,
+                                                 ctx.caps.max_iterations), self.name)  # fmt: skip
         text = continuation(
             claim.slug, fire.open, counts.blocked if counts else 0,
             upcoming, after.iterations, ctx.caps.max_iterations, unproven,
@@ -193,6 +205,17 @@ def _blocked(ctx: HookContext, count: int) -> int:
     if ctx.member is None or ctx.roadmap is None:
         return count
     return sum(1 for s in ctx.roadmap.steps if s.id == ctx.member.step and s.blocked)
+
+
+def _unfinal(ctx: HookContext) -> bool:
+    """No final record covers the run's contract and the roadmap as they are: `complete` waits
+    for `roadmap verify --final` (the hook runs no check itself: it reads one small file)."""
+    from agentcfg import finals  # rare: only the fire that would end a run reads it
+
+    found, roadmap, claim = ctx.contract[0], ctx.roadmap, ctx.claim
+    if found is None or roadmap is None or claim is None:
+        return False  # no contract: its own rung halts the run
+    return not finals.covers(finals.read_final(ctx.ws, claim.slug), found, roadmap)
 
 
 def _halts_on_change(ctx: HookContext) -> bool:
