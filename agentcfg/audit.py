@@ -101,7 +101,8 @@ def _receipts(ws: Workspace, slug: str) -> list[tuple[Receipt, dict[str, Any]]]:
     data = state.read_json(contract.receipts_path(ws, slug), limit=4 * state.STATE_FILE_LIMIT)
     listed = data.get("receipts") if data is not None else None
     items = [r for r in listed if isinstance(r, dict)] if isinstance(listed, list) else []
-    items += finals.as_receipts(finals.read_final(ws, slug))
+    # the final record first: where receipts are kept it repeats some, and those after it are newer
+    items = finals.as_receipts(finals.read_final(ws, slug)) + items
     read = ((contract.receipt_of(item), item) for item in items)
     return [(r, item) for r, item in read if r is not None]
 

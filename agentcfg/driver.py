@@ -29,6 +29,7 @@ from agentcfg.hosts import registry
 from agentcfg.hosts.base import settings_hook
 from agentcfg.membership import read_membership
 from agentcfg.paths import LEDGER_NAME
+from agentcfg.reprove import Reproof, reprove
 from agentcfg.runners import Plain, Runner, end_group
 from agentcfg.workspace import Workspace
 
@@ -64,6 +65,7 @@ class Request:
     extra: tuple[str, ...] = ()
     force: bool = False
     fresh_per_step: bool = False  # each step in a new session, seeded with a relay note
+    step: str | None = None  # a fleet member's leased step: the only one its run answers for
 
 
 @dataclass
@@ -76,6 +78,7 @@ class Result:
     progress: plan.Progress
     closed: int  # steps closed while the driver ran
     row: dict[str, Any] | None  # the run as `report --json` gives it
+    reproof: Reproof | None = None  # the last re-proof the driver ran, if any
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -87,6 +90,14 @@ class Result:
             "starts": self.progress.starts,
             "restarts": self.progress.restarts,
             "steps_closed": self.closed,
+            "reproof": None
+            if self.reproof is None
+            else {
+                "passed": list(self.reproof.passed),
+                "failed": [list(f) for f in self.reproof.failed],
+                "reopened": list(self.reproof.reopened),
+                "seconds": round(self.reproof.seconds, 3),
+            },
             "run": self.row,
         }
 
@@ -196,6 +207,8 @@ class _Driver:
         self.open_at_start = scan(ready.roadmap).counts.open
         self.progress = plan.Progress()
         self.current = _Session()
+        self.reproof: Reproof | None = None  # the last re-proof this process ran
+
         made = self.host.runner(ready.binary, ws.root, env)
         self.runner: Runner = Plain(self.host, ready.binary) if made is None else made
 
@@ -250,6 +263,19 @@ class _Driver:
             )  # fmt: skip
             _adopted(self.ws, self.current, ran.events)
             ending = _ending(self.ws, slug, self.current, ran.events)
+            if ending == "complete" or (ending is None and self._nothing_open()):
+                # `complete` is this process's own finding, never a word in a state file
+                before = self.reproof
+                self.reproof = self._reprove()
+                if self.reproof.ok:
+                    return self.finish(plan.finish("complete"), decided_here=ending is None)
+                failed = frozenset(step for step, _why in self.reproof.failed)
+                was = None if before is None else frozenset(f for f, _ in before.failed)
+                action = plan.after_reproof(self.progress, failed, was, clock.now(), policy)
+                if action.kind == "finish":
+                    return self.finish(action, decided_here=True)
+                ended = plan.Ended(code=ran.code, ending=None, progressed=True)
+                continue
             output = ran.stdout + "\n" + ran.stderr
             ended = plan.Ended(
                 code=ran.code,
@@ -265,6 +291,24 @@ class _Driver:
             action = plan.decide(self.progress, ended, clock.now(), policy)
             if action.kind == "finish":
                 return self.finish(action, decided_here=ending is None)
+
+    def _nothing_open(self) -> bool:
+        """No step the run answers for is open in the roadmap as it is now (a member's: its
+        leased step)."""
+        try:
+            roadmap = loading.load(self.ws, self.slug)
+        except AgentcfgError:
+            return False
+        wanted = self.request.step
+        return not any(s.mark == "open" for s in roadmap.steps if wanted is None or s.id == wanted)
+
+    def _reprove(self) -> Reproof:
+        """Every contracted step's trusted verify line again on the tree as it is (a fleet
+        member's: its leased step, the final record left to the fleet)."""
+        only = None if self.request.step is None else frozenset((self.request.step,))
+        return reprove(
+            self.ws, self.slug, self.env, now=self.clock.now(), only=only, record=only is None
+        )
 
     def finish(self, action: plan.Action, decided_here: bool, by: str | None = None) -> Result:
         """Record an ending the driver decided (the hook records its own); report the run."""
@@ -283,10 +327,11 @@ class _Driver:
             closed = max(0, self.open_at_start - scan(loading.load(self.ws, slug)).counts.open)
         except AgentcfgError:
             closed = 0
-        self.say(plan.ending_text(ending, action.exit_code, slug, closed, row, progress))
+        summary = self.reproof.summary() if self.reproof is not None else None
+        self.say(plan.ending_text(ending, action.exit_code, slug, closed, row, progress, summary))
         return Result(
             ending, action.exit_code, slug, self.host.NAME, self.current.session, progress,
-            closed, row,
+            closed, row, self.reproof,
         )  # fmt: skip
 
 

@@ -388,7 +388,7 @@ def run_fleet(
 
 def run_member(
     ws: Workspace, root: Path, slug: str, host: str, n: int, into: str | None,
-    coordinate: str | None, ttl: float, drive: Callable[[Workspace], driver.Result],
+    coordinate: str | None, ttl: float, drive: Callable[[Workspace, str], driver.Result],
 ) -> int:  # fmt: skip
     """One member process: its loop, with the host run by the driver for each leased step."""
     main = Workspace(root)
@@ -396,7 +396,7 @@ def run_member(
     the_fleet = Fleet(root, main.canonical(slug), branch, host, coordinate, ttl)
 
     def work(member: Workspace, lease: Lease) -> tuple[str, int]:
-        result = drive(member)
+        result = drive(member, lease.step)  # its re-proof at the end: the leased step only
         return result.ending, result.exit_code
 
     timeout = load_config(main, os.environ).verify_timeout

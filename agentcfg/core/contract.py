@@ -133,11 +133,11 @@ def deciding(
     since: float,
 ) -> Receipt | None:
     """The receipt that decides whether a step is closed: the newest for one of its ids, its
-    text and its verify line, made at or after `since` (a later one wins a tie)."""
+    text and its verify line, made at or after `since`. Newest is the last written: receipts
+    are only ever appended, and a time a receipt claims for itself could lie ahead."""
     found: Receipt | None = None
     for r in receipts:
-        mine = r.step in ids and r.text == text and r.command == command and r.at >= since
-        if mine and (found is None or r.at >= found.at):
+        if r.step in ids and r.text == text and r.command == command and r.at >= since:
             found = r
     return found
 

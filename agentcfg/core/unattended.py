@@ -193,6 +193,23 @@ def decide(progress: Progress, ended: Ended, now: float, policy: Policy) -> Acti
     return schedule(action, policy)
 
 
+def after_reproof(
+    progress: Progress,
+    failed: frozenset[str],
+    before: frozenset[str] | None,
+    now: float,
+    policy: Policy,
+) -> Action:
+    """The run read as finished, and the re-proof at its end failed `failed` (and reopened
+    what was ticked): the host carries the run on, unless the same steps failed the re-proof
+    before it too (`before`) and nothing closed between, or the restart budget is spent."""
+    if failed == before:
+        return finish("halt-unproven")
+    if progress.restarts >= policy.max_restarts:
+        return finish("halt-restarts")
+    return schedule(Action("start", at=now, resume=True, reason="reproof"), policy)
+
+
 def schedule(action: Action, policy: Policy) -> Action:
     """A start moved into the window, or the told halt when it would fall after `--until`."""
     at = action.at
@@ -232,6 +249,7 @@ REASONS = {
     "crash": "the host failed",
     "usage-limit": "after the usage limit",
     "next-step": "a step is done: the next one in a new session",
+    "reproof": "the re-proof at the end reopened steps",
 }
 
 
@@ -279,8 +297,10 @@ def ending_text(
     closed: int,
     row: dict[str, object] | None,
     progress: Progress,
+    reproof: str | None = None,
 ) -> str:
-    """The run's typed ending, with the numbers `report` has for it."""
+    """The run's typed ending, with the numbers `report` has for it (and the re-proof's time,
+    when one ran)."""
     numbers = [f"{plural(closed, 'step')} closed"]
     if row is not None:
         tokens = row.get("tokens")
@@ -297,6 +317,7 @@ def ending_text(
             f"agentcfg run: {ending} — roadmap `{slug}` (exit {exit_code})",
             "  " + ", ".join(numbers),
             f"  {plural(progress.starts, 'host start')}, {plural(progress.restarts, 'restart')}",
+            *([f"  {reproof}"] if reproof else []),
         )
     )
 
