@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from agentcfg import claims, controls, loading, state
+from agentcfg import claims, controls, finals, loading, state
 from agentcfg.core import report as reports
 from agentcfg.core import unattended as plan
 from agentcfg.core.ladder import MAX_ITERATIONS
@@ -362,6 +362,7 @@ def _prompt(ws: Workspace, slug: str, current: _Session) -> str:
         upcoming,
         run.iterations if run else 0,
         _cap(ws, current),
+        reopened=() if member is not None else finals.reopened(ws, slug, roadmap),
     )
     if current.token and not current.session:
         text += f"\n(This session's claim on the roadmap: {current.token}.)"

@@ -134,6 +134,16 @@ def covers(final: Final | None, contract: Contract | None, roadmap: Roadmap) -> 
     return all((s.id, text_hash(s.text), command_hash(s.verify)) in proved for s in wanted)
 
 
+def reopened(ws: Workspace, slug: str, roadmap: Roadmap) -> tuple[str, ...]:
+    """The steps the last re-proof failed that are open now: what the continuation names."""
+    path = path_of(ws, slug)
+    if not (path.exists() or path.is_symlink()):
+        return ()
+    final = read_final(ws, slug)
+    failed = {p.step for p in final.steps if not p.passed} if final is not None else set()
+    return tuple(s.id for s in roadmap.steps if s.id in failed and s.mark == "open")
+
+
 def as_receipts(final: Final | None) -> list[dict[str, Any]]:
     """The record's entries as receipts (`final`: a failing one counts too): what `roadmap
     audit` reads, in a fresh clone of a fleet's branch as in the workspace it was made in."""

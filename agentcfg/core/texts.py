@@ -22,6 +22,7 @@ def continuation(
     iteration: int,
     cap: int,
     unproven: tuple[Step, ...] = (),
+    reopened: tuple[str, ...] = (),
 ) -> str:
     blocked_note = f" (+{blocked} blocked-by, not yours this run)" if blocked else ""
     lines = [
@@ -42,6 +43,16 @@ def continuation(
     )
     if len(unproven) > UNPROVEN_NAMED:
         lines.append(f"(+{len(unproven) - UNPROVEN_NAMED} more ticked but unproven)")
+    if reopened:
+        shown = ", ".join(reopened[:UNPROVEN_NAMED])
+        more = (
+            f" (+{len(reopened) - UNPROVEN_NAMED} more)" if len(reopened) > UNPROVEN_NAMED else ""
+        )
+        lines.append(
+            f"The re-proof at the run's end reopened {shown}{more}: "
+            f"{'its verify line fails' if len(reopened) == 1 else 'their verify lines fail'} "
+            "on the tree as it is. Close each again."
+        )
     lines.append(
         "Do this step now, and end the turn once it is closed. "
         "Hand back instead only for a decision the roadmap reserves for a person."

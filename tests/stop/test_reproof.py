@@ -77,6 +77,9 @@ def test_forged_receipts_and_ticks_never_end_the_run_complete(
     host.reply("Checked.")
     again = host.fire()
     assert again.blocked and again.next_step == "1.2"
+    assert "The re-proof at the run's end reopened 1.2, 1.3: their verify lines fail" in (
+        again.stderr
+    )
     audit = host.agentcfg("roadmap", "audit", "c")
     assert audit.returncode == 1
     assert "1.2  open      failed the re-proof at the run's end (exit 1)" in audit.stdout

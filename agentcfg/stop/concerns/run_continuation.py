@@ -23,6 +23,7 @@ from agentcfg.core.texts import (
     stopped,
 )
 from agentcfg.errors import StateError
+from agentcfg.paths import FINALS
 from agentcfg.stop.context import HookContext
 from agentcfg.stop.dispatch import ALLOW, Verdict
 
@@ -134,7 +135,7 @@ class RunContinuation:
                                                  ctx.caps.max_iterations), self.name)  # fmt: skip
         text = continuation(
             claim.slug, fire.open, counts.blocked if counts else 0,
-            upcoming, after.iterations, ctx.caps.max_iterations, unproven,
+            upcoming, after.iterations, ctx.caps.max_iterations, unproven, _reopened(ctx),
         )  # fmt: skip
         return Verdict("block", text, self.name)
 
@@ -205,6 +206,18 @@ def _blocked(ctx: HookContext, count: int) -> int:
     if ctx.member is None or ctx.roadmap is None:
         return count
     return sum(1 for s in ctx.roadmap.steps if s.id == ctx.member.step and s.blocked)
+
+
+def _reopened(ctx: HookContext) -> tuple[str, ...]:
+    """The open steps the last re-proof at the end failed (none for a fleet member, whose
+    fleet re-proves its branch)."""
+    if ctx.member is not None or ctx.roadmap is None or ctx.claim is None:
+        return ()
+    if not (ctx.ws.state / FINALS).is_dir():
+        return ()  # no re-proof ever ran here: nothing more is read
+    from agentcfg import finals  # rare: loaded only where a re-proof ran
+
+    return finals.reopened(ctx.ws, ctx.claim.slug, ctx.roadmap)
 
 
 def _unfinal(ctx: HookContext) -> bool:
