@@ -4,11 +4,13 @@ and the record the stop hook asks for."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
 
 import pytest
+from syrupy.assertion import SnapshotAssertion
 
 from agentcfg import contract, finals, loading, reprove, verify
 from agentcfg.core.contract import Contract, Receipt, Term, command_hash, text_hash
@@ -174,3 +176,28 @@ def test_the_newest_receipt_decides_and_each_step_needs_its_own() -> None:
     assert not proven(twin, (good,))
     assert proven(twin, (good._replace(step="1.3"),))
     assert not proven(term, (good._replace(at=9.0),))  # made before it joined
+
+
+def shown(output: str) -> str:
+    """A command's output with its timings fixed."""
+    import re
+
+    return re.sub(r"\d+\.\d+ ?s\b", "N.N s", output)
+
+
+def test_the_last_done_and_verify_final_say_what_the_re_proof_found(
+    road: Path, ws: Path, snapshot: SnapshotAssertion
+) -> None:
+    (ws / "report.txt").write_text("ok\n")
+    for step in ("1.1", "1.2", "1.3"):
+        assert run_cli("roadmap", "done", "r", step).exit_code == 0
+    last = run_cli("roadmap", "done", "r", "1.4", "--no-verify")
+    assert last.exit_code == 0
+    (ws / "report.txt").unlink()
+    final = run_cli("roadmap", "verify", "r", "--final")
+    assert final.exit_code == 1
+    as_json = json.loads(run_cli("roadmap", "verify", "r", "--final", "--json").output)
+    assert (as_json["ok"], as_json["failed"]) == (False, [{"step": "1.3", "reason": "open"}])
+    named = run_cli("roadmap", "verify", "r", "1.1", "--final")
+    assert named.exit_code == 2 and "--final re-proves every contracted step" in named.output
+    assert shown(last.output) + "---\n" + shown(final.output) == snapshot

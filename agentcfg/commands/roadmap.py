@@ -238,7 +238,7 @@ def _final_after_last(ws: Workspace, slug: str) -> None:
     can end `complete` only on that proof (a fleet member's workspace leaves it to the fleet)."""
     if membership_path(ws, slug).exists() or not reprove.closed_out(ws, slug, now()):
         return
-    say("that was the last open step: every contracted step is proven again")
+    say("that was the last open step: every contracted step is re-proven on the tree as it is")
     found = reprove.reprove(ws, slug, os.environ, now=now())
     _show_reproof(found)
     if not found.ok:
