@@ -10,6 +10,8 @@ With `rerun`, the trusted verify lines of the proven steps run again on the tree
 
 from __future__ import annotations
 
+import dataclasses
+import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +19,7 @@ from typing import Any
 from agentcfg import contract, finals, loading, state, trust, verify
 from agentcfg.config import load_config
 from agentcfg.core.contract import Receipt, command_hash, deciding, matched, text_hash
+from agentcfg.core.evidence import WORDS
 from agentcfg.core.roadmap import Step
 from agentcfg.verify import VerifyResult
 from agentcfg.workspace import Workspace
@@ -31,6 +34,15 @@ class Row:
     contracted: bool
     receipt: dict[str, Any] | None  # the newest receipt that proves it (or once did)
     rerun: VerifyResult | None = None
+    elsewhere: bool = False  # stale: its receipt was taken on a commit outside this history
+
+    @property
+    def evidence(self) -> str | None:
+        """What the proving receipt shows about the work (core/evidence.py); None unless proven."""
+        if self.status != "proven":
+            return None
+        found = (self.receipt or {}).get("evidence")
+        return found if found in WORDS else "unknown"
 
     @property
     def refuted(self) -> str | None:
@@ -82,6 +94,7 @@ def audit(ws: Workspace, slug: str, env: Mapping[str, str], rerun: bool = False)
              terms.get(step.id, ({step.id}, 0.0)))
         for step in roadmap.steps
     ]  # fmt: skip
+    rows = _in_history(ws, rows)
     if rerun:
         again = [r.step for r in rows if r.status == "proven" and r.step.verify]
         trust.require(ws, slug, again, env)
@@ -122,13 +135,46 @@ def _row(
         failed = newest if newest is not None and newest.final and not newest.passed else None
         shown = fields[id(failed)] if failed is not None else None
         return Row(step, "open" if step.mark == "open" else step.mark, contracted, shown)
-    if newest is not None:
-        status = "proven" if newest.passed else "unproven"
-        return Row(step, status, contracted, fields[id(newest)])
+    if newest is not None and not newest.passed:
+        return Row(step, "unproven", contracted, fields[id(newest)])
+    if newest is not None:  # a re-proof's pass confirms the proof before it: that one is shown
+        command = command_hash(step.verify)
+        proofs = [r for r in known if r.step in ids and r.text == text and r.command == command
+                  and r.at >= since and r.passed and not r.final]  # fmt: skip
+        return Row(step, "proven", contracted, fields[id(proofs[-1] if proofs else newest)])
     older = [r for r in known if r.step in ids and r.text == text and r.passed and r.at >= since]
     if older:
         return Row(step, "stale", contracted, fields[id(older[-1])])
     return Row(step, "unproven", contracted, None)
+
+
+def _in_history(ws: Workspace, rows: list[Row]) -> list[Row]:
+    """A receipt counts for the line of history it was taken on: one whose commit is not an
+    ancestor of the tree being audited (another branch, a rewritten history) is stale here."""
+    heads = {
+        r.receipt["head"] for r in rows
+        if r.status == "proven" and r.receipt and isinstance(r.receipt.get("head"), str)
+    }  # fmt: skip
+    if not heads or verify.git_facts(ws.root)["head"] is None:
+        return rows
+    outside = {head for head in heads if not _ancestor(ws, head)}
+    return [
+        dataclasses.replace(r, status="stale", elsewhere=True)
+        if r.status == "proven" and r.receipt and r.receipt.get("head") in outside
+        else r
+        for r in rows
+    ]
+
+
+def _ancestor(ws: Workspace, head: str) -> bool:
+    try:
+        found = subprocess.run(
+            ["git", "merge-base", "--is-ancestor", head, "HEAD"], cwd=ws.root,
+            capture_output=True, timeout=verify.GIT_TIMEOUT, stdin=subprocess.DEVNULL, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return True  # git cannot tell: the receipt is not held against the history
+    return found.returncode == 0
 
 
 def to_json(found: Audit) -> dict[str, Any]:
@@ -137,6 +183,7 @@ def to_json(found: Audit) -> dict[str, Any]:
         "ok": found.ok,
         "contracts": found.contracts,
         "counts": {s: sum(r.status == s for r in found.rows) for s in STATUSES},
+        "evidence": {w: sum(r.evidence == w for r in found.rows) for w in WORDS},
         "steps": [
             {
                 "step": r.step.id,
@@ -144,6 +191,7 @@ def to_json(found: Audit) -> dict[str, Any]:
                 "mark": r.step.mark,
                 "status": r.status,
                 "contracted": r.contracted,
+                "evidence": r.evidence,
                 "receipt": r.receipt,
                 "refuted": r.refuted,
                 "rerun": None

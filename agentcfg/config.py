@@ -66,6 +66,8 @@ class Config(Record):
     notify: tuple[str, ...] = ()  # argv run on each ending, with {event} {slug} {message}
     max_tokens: int | None = None  # no token budget unless one is set
     reply_wait: float = REPLY_WAIT  # ledger.reply_wait, AGENTCFG_REPLY_WAIT
+    guard: tuple[str, ...] = ()  # contract.guard: globs of files every check depends on
+    require: str = ""  # contract.require: the evidence a receipt must have to close a step
 
 
 def load_config(ws: Workspace, env: Mapping[str, str]) -> Config:
@@ -204,8 +206,10 @@ def validate(data: Mapping[str, Any], env: Mapping[str, str], problems: list[str
             problems.append(f"turn_end_gate.{name}: unknown setting")
     chain = _chain(data.get("chain"), problems, base.chain)
     notify = _notify(_section(data, "notify", problems), problems)
+    guard, require = _contract(_section(data, "contract", problems), problems)
+    known = ("mode", "ladder", "chain", "turn_end_gate", "verify", "notify", "ledger", "contract")
     for name in data:
-        if name not in ("mode", "ladder", "chain", "turn_end_gate", "verify", "notify", "ledger"):
+        if name not in known:
             problems.append(f"{name}: unknown setting")
     return Config(
         mode,
@@ -223,7 +227,29 @@ def validate(data: Mapping[str, Any], env: Mapping[str, str], problems: list[str
         notify=notify,
         max_tokens=max_tokens,
         reply_wait=reply_wait,
+        guard=guard,
+        require=require,
     )
+
+
+REQUIRABLE = ("red-green",)  # the evidence contract.require may ask of every receipt
+
+
+def _contract(section: Mapping[str, Any], problems: list[str]) -> tuple[tuple[str, ...], str]:
+    """contract.guard (a glob or a list of globs) and contract.require (an evidence word)."""
+    raw = section.get("guard", [])
+    globs = [raw] if isinstance(raw, str) else raw
+    if not isinstance(globs, list) or not all(isinstance(g, str) and g.strip() for g in globs):
+        problems.append(f"contract.guard: invalid value {raw!r}; a glob or a list of globs")
+        globs = []
+    require = section.get("require", "")
+    if require and require not in REQUIRABLE:
+        problems.append(f"contract.require: invalid value {require!r}; only red-green")
+        require = ""
+    for name in section:
+        if name not in ("guard", "require"):
+            problems.append(f"contract.{name}: unknown setting")
+    return tuple(globs), str(require)
 
 
 def _reply_wait(value: object) -> float | None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from agentcfg import claims, state
 from agentcfg.core.records import Record
 from agentcfg.core.times import iso, parse_iso
-from agentcfg.errors import ClaimError, RoadmapError
+from agentcfg.errors import ClaimError, RoadmapError, StateError
 from agentcfg.paths import STOPS
 from agentcfg.workspace import Workspace
 
@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
     from typing import Any
 
 TERMINAL = "terminal"  # who ran a control when no session id is in the environment
+PERSON_LOCK_WAIT = 1.0  # seconds a person's control waits on the stop lock, then goes on without
 
 
 class Stop(Record):
@@ -53,7 +54,8 @@ class ResumeResult(Record):
 
 def who(env: Mapping[str, str], host_env: Sequence[str]) -> str:
     """The session id of whoever runs a control, or "terminal" for a person at a shell; shown
-    with its control characters made visible, never obeyed."""
+    with its control characters (a newline too) made visible, never obeyed: the control is
+    never refused for it, and what is recorded stays on one line."""
     found = claims.find_session(None, env, host_env)
     return TERMINAL if found is None else _shown(found)
 
@@ -61,7 +63,7 @@ def who(env: Mapping[str, str], host_env: Sequence[str]) -> str:
 def _shown(text: str) -> str:
     from agentcfg.core.visible import visible  # a stop fire's only when a person stopped the run
 
-    return visible(text[: claims.SESSION_LIMIT])
+    return visible(text[: claims.SESSION_LIMIT]).replace("\n", "\\u000a")
 
 
 def canonical(ws: Workspace, slug: str) -> str:
@@ -109,6 +111,35 @@ def _lock(ws: Workspace, name: str) -> Path:
     return stop_path(ws, name).with_suffix(".lock")
 
 
+@contextlib.contextmanager
+def _persons_lock(ws: Workspace, name: str) -> Iterator[None]:
+    """The roadmap's stop lock for a person's control, which nothing in the workspace may
+    defeat: whatever stands in place of the stops folder or of the lock (a file, a link, a
+    folder) is moved aside first, and a lock some process holds past the wait is gone
+    without (the marker is written whole, by a rename, either way)."""
+    for path, folder in ((ws.state / STOPS, True), (_lock(ws, name), False)):
+        _move_aside(path, folder)
+    with contextlib.ExitStack() as held:
+        with contextlib.suppress(StateError):
+            held.enter_context(state.locked(_lock(ws, name), timeout=PERSON_LOCK_WAIT))
+        yield
+
+
+def _move_aside(path: Path, folder: bool) -> None:
+    """Rename what stands at `path` out of the way unless it is a real folder (`folder`) or a
+    regular file; a link is renamed itself, never followed."""
+    import stat
+
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return
+    if stat.S_ISDIR(mode) if folder else stat.S_ISREG(mode):
+        return
+    with contextlib.suppress(OSError):
+        os.rename(path, path.with_name(f"{path.name}.in-the-way-{os.urandom(4).hex()}"))
+
+
 def stop(ws: Workspace, slugs: list[str] | None, by: str, now: float) -> list[StopResult]:
     """Stop the runs on these roadmaps (None: every roadmap a live or pending claim holds)."""
     live = [c for c in claims.all_claims(ws) if not claims.is_stale(ws, c)]
@@ -120,7 +151,7 @@ def stop(ws: Workspace, slugs: list[str] | None, by: str, now: float) -> list[St
     results = []
     for name in names:
         on_it = tuple(c.key for c in live if canonical(ws, c.slug) == name)
-        with state.locked(_lock(ws, name)):
+        with _persons_lock(ws, name):
             found = _read(ws, name)
             already = found is not None
             if found is None:
@@ -157,7 +188,7 @@ def resume(
                 f"`agentcfg resume` is for a person: this shell is session {_shown(session)}, "
                 f"which a person stopped on roadmap `{held.slug}`. Hand back to the person now."
             )
-    with state.locked(_lock(ws, name)):
+    with _persons_lock(ws, name):
         found = _read(ws, name)
         if found is not None:
             state.remove(stop_path(ws, name))

@@ -5,10 +5,9 @@ usage-limit reset or the window) until the run ends. The decisions are core.unat
 
 from __future__ import annotations
 
-import contextlib
+import math
 import os
 import shutil
-import signal
 import subprocess
 import threading
 import time
@@ -20,6 +19,7 @@ from typing import Any, Protocol
 from agentcfg import claims, controls, finals, loading, state
 from agentcfg.core import report as reports
 from agentcfg.core import unattended as plan
+from agentcfg.core.evidence import summary
 from agentcfg.core.ladder import MAX_ITERATIONS
 from agentcfg.core.roadmap import Roadmap, scan
 from agentcfg.core.texts import continuation, plural
@@ -29,8 +29,8 @@ from agentcfg.hosts import registry
 from agentcfg.hosts.base import settings_hook
 from agentcfg.membership import read_membership
 from agentcfg.paths import LEDGER_NAME
-from agentcfg.reprove import Reproof, reprove
-from agentcfg.runners import Plain, Runner, end_group
+from agentcfg.reprove import Reproof, guarded, reprove
+from agentcfg.runners import Plain, Runner, Watchdog, end_group, kill_group
 from agentcfg.workspace import Workspace
 
 TYPE_CHECKING = False
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 OUTPUT_KEPT = 256 * 1024  # bytes of each host stream kept for the limit check and the relay
 POLL = 0.25  # seconds between looks at the ledger while the host runs
 READ_LIMIT = 4 * 1024 * 1024  # ledger bytes read per look
+TAIL_WAIT = 2.0  # seconds the host's output may stay open once its group has ended
 
 
 class Terminated(KeyboardInterrupt):
@@ -177,6 +178,7 @@ class _Ran:
     stderr: str
     events: list[dict[str, Any]] = field(default_factory=list)  # ledger events while it ran
     moved_on: bool = False  # ended by the driver when the hook moved it on to the next step
+    deadline: bool = False  # ended by the driver at --until
 
 
 def drive(
@@ -251,6 +253,7 @@ class _Driver:
                 host=host.NAME, session=self.current.session, pending=self.current.pending,
                 attempt=self.progress.starts,
                 reason=action.reason, same_session=action.resume and bool(self.current.session),
+                **({"one_step": True} if self.request.fresh_per_step else {}),
             )  # fmt: skip
             self.say(
                 plan.start_line(
@@ -259,7 +262,7 @@ class _Driver:
             )
             ran = _run(
                 self.ws, argv, self.env, self.current, slug, clock, self.say, started,
-                self.request.fresh_per_step, self.runner,
+                self.request.fresh_per_step, self.runner, policy.until,
             )  # fmt: skip
             _adopted(self.ws, self.current, ran.events)
             ending = _ending(self.ws, slug, self.current, ran.events)
@@ -276,12 +279,14 @@ class _Driver:
                     return self.finish(action, decided_here=True)
                 ended = plan.Ended(code=ran.code, ending=None, progressed=True)
                 continue
+            if ending is None and ran.deadline:
+                return self.finish(plan.finish("halt-until"), decided_here=True)
             output = ran.stdout + "\n" + ran.stderr
             ended = plan.Ended(
                 code=ran.code,
                 ending=ending,
                 reset_at=(
-                    self.runner.limit_reset(output, clock.now(), self.current.session)
+                    _reset(self.runner, output, clock.now(), self.current.session, ran.code)
                     if ending is None
                     else None
                 ),
@@ -307,8 +312,9 @@ class _Driver:
         member's: its leased step, the final record left to the fleet)."""
         only = None if self.request.step is None else frozenset((self.request.step,))
         return reprove(
-            self.ws, self.slug, self.env, now=self.clock.now(), only=only, record=only is None
-        )
+            self.ws, self.slug, self.env, now=self.clock.now(), only=only, record=only is None,
+            changed=guarded(self.ws, self.slug, self.env),
+        )  # fmt: skip
 
     def finish(self, action: plan.Action, decided_here: bool, by: str | None = None) -> Result:
         """Record an ending the driver decided (the hook records its own); report the run."""
@@ -329,6 +335,10 @@ class _Driver:
             closed = 0
         summary = self.reproof.summary() if self.reproof is not None else None
         self.say(plan.ending_text(ending, action.exit_code, slug, closed, row, progress, summary))
+        for change in _changes(self.ws, self.current, ending):
+            self.say(f"  changed: {change}")
+        if ending == "complete":
+            self.say(f"  evidence: {_evidence(self.ws, slug, self.env)}")
         return Result(
             ending, action.exit_code, slug, self.host.NAME, self.current.session, progress,
             closed, row, self.reproof,
@@ -432,11 +442,14 @@ def _run(
     started: float,
     fresh: bool,
     runner: Runner,
+    until: float | None = None,
 ) -> _Ran:
     """Run the host to its end in a process group of its own, printing each engagement the
-    ledger records meanwhile; Ctrl-C ends the whole group before it propagates. The start is
-    over once the process has exited and the runner says the session settled. `fresh`: once
-    a step is closed and the hook engages the session on the next, the host is ended there."""
+    ledger records meanwhile; Ctrl-C ends the whole group before it propagates (a second one
+    at once), and a watchdog ends it if the driver dies first. The start is over once the
+    process has exited and the runner says the session settled. `fresh`: once a step is
+    closed and the hook engages the session on the next, the host is ended there. `until`:
+    at that moment the host is ended, however busy or hung."""
     offset = _ledger_size(ws)
     proc = subprocess.Popen(
         argv,
@@ -447,11 +460,14 @@ def _run(
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
-    streams = [_Tail(proc.stdout), _Tail(proc.stderr)]
+    watchdog: Watchdog | None = None
+    streams: list[_Tail] = []
     events: list[dict[str, Any]] = []
-    cap = _cap(ws, current)
-    moved_on = False
-    try:
+    moved_on = deadline = False
+    try:  # from the start: a Ctrl-C at any point ends what was started
+        watchdog = Watchdog(proc.pid)
+        streams = [_Tail(proc.stdout), _Tail(proc.stderr)]
+        cap = _cap(ws, current)
         while True:
             exited = proc.poll() is not None
             offset = _follow(ws, offset, events, slug, current, say, clock.now() - started, cap)
@@ -459,6 +475,11 @@ def _run(
                 current.session, _ending(ws, slug, current, events) is not None
             ):
                 break
+            if not deadline and until is not None and clock.now() >= until:
+                end_group(proc)
+                runner.interrupt(current.session)
+                deadline = True
+                continue
             if fresh and not moved_on and _moved_on(events, current):
                 end_group(proc)
                 runner.interrupt(current.session)
@@ -467,15 +488,27 @@ def _run(
             time.sleep(POLL)
     except KeyboardInterrupt:
         end_group(proc)
-        _follow(ws, offset, events, slug, current, say, clock.now() - started, cap)
+        _follow(ws, offset, events, slug, current, say, clock.now() - started, _cap(ws, current))
         raise
     finally:
-        for tail in streams:
-            tail.join()
-    with contextlib.suppress(ProcessLookupError):  # nothing the host started outlives it
-        os.killpg(proc.pid, signal.SIGKILL)
+        kill_group(proc)  # nothing the host started outlives it
+        if watchdog is not None:
+            watchdog.release()
+        for tail in streams:  # a process that left the group may hold the output open
+            tail.join(TAIL_WAIT)
     code = proc.returncode
-    return _Ran(code if code >= 0 else None, streams[0].text(), streams[1].text(), events, moved_on)
+    return _Ran(
+        code if code >= 0 else None, streams[0].text(), streams[1].text(), events, moved_on,
+        deadline,
+    )  # fmt: skip
+
+
+def _reset(
+    runner: Runner, output: str, now: float, session: str | None, code: int | None
+) -> float | None:
+    """The runner's `limit_reset`, a reset no clock holds (not finite) read as none told."""
+    found = runner.limit_reset(output, now, session, code)
+    return found if found is None or math.isfinite(found) else now
 
 
 def _moved_on(events: list[dict[str, Any]], current: _Session) -> bool:
@@ -630,6 +663,30 @@ def _record(
     ws: Workspace, name: str, current: _Session, slug: str, clock: Clock, **fields: Any
 ) -> None:
     state.append_ledger(ws.state, state.event(name, clock.now(), current.key, slug, **fields))
+
+
+def _changes(ws: Workspace, current: _Session, ending: str) -> list[str]:
+    """What the hook found changed, for an ending that halted on a changed contract or check."""
+    if ending not in ("halt-contract-changed", "halt-check-changed") or current.key is None:
+        return []
+    told: list[str] = []
+    for line in state.ledger_lines(ws.state):
+        event = _load(line)
+        changes = event.get("changes")
+        if event.get("run") == current.key and event.get("event") == ending:
+            told = [str(c) for c in changes] if isinstance(changes, list) else []
+    return told
+
+
+def _evidence(ws: Workspace, slug: str, env: Mapping[str, str]) -> str:
+    """What the proofs of a complete run show: `3 steps, 2 red-green, 1 vacuous (1.2)`."""
+    from agentcfg import audit
+
+    try:
+        rows = audit.audit(ws, slug, env).rows
+    except AgentcfgError as exc:
+        return f"unknown ({exc})"
+    return summary([(r.step.name, r.evidence) for r in rows if r.evidence is not None])
 
 
 def _row(ws: Workspace, current: _Session) -> dict[str, Any] | None:

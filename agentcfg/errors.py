@@ -49,6 +49,21 @@ class UntrustedError(StepError):
         return {**super().to_json(), "untrusted": self.lines}
 
 
+class CheckChangedError(StepError):
+    """The files a step's check reads changed since a person trusted it."""
+
+    def __init__(self, slug: str, step: str, files: tuple[str, ...]) -> None:
+        shown = ", ".join(files[:8]) + (", ..." if len(files) > 8 else "")
+        super().__init__(
+            f"the check of step {step} changed since a person trusted it: {shown}; "
+            f"the box stays open until a person reviews it with `agentcfg roadmap trust {slug}`"
+        )
+        self.files = files
+
+    def to_json(self) -> dict[str, object]:
+        return {**super().to_json(), "files": list(self.files)}
+
+
 class LeaseError(AgentcfgError):
     """A step lease cannot be read, taken or given back."""
 

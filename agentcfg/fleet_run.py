@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentcfg import driver, finals, fleet, loading, state, trust
+from agentcfg import driver, evidence, finals, fleet, loading, state, trust
 from agentcfg.config import load_config
 from agentcfg.core.roadmap import scan
 from agentcfg.core.unattended import EXIT_CODES
@@ -27,7 +27,8 @@ from agentcfg.errors import AgentcfgError, IntegrationError, LeaseError
 from agentcfg.integrate import Integration, has_identity, integrate
 from agentcfg.leases import IDENTITY, TTL, Lease, Store
 from agentcfg.paths import LOCKS, ROADMAPS, STATE, WORKTREES
-from agentcfg.reprove import Reproof, reprove
+from agentcfg.reprove import Reproof, guarded, reprove
+from agentcfg.runners import GRACE
 from agentcfg.workspace import Workspace
 
 INTEGRATION_LOCK_WAIT = 3600.0  # integrations queue behind each other, each runs a verify line
@@ -35,6 +36,9 @@ REOPEN_LIMIT = 2  # a step reopened this often is left to a person
 LEFT_TO_A_PERSON = EXIT_CODES["handback-question"]  # only such steps are left: a person's turn
 POLL = 2.0  # seconds between looks while every open step is leased by another member
 PUBLISH_TRIES = 5
+DONE_GRACE = 30.0  # seconds a member may still run once no step is open: it gives back and ends
+# a member's own end after SIGINT: its host's two graces and the wait for its output, and more
+MEMBER_END_WAIT = 2 * GRACE + driver.TAIL_WAIT + 5.0
 
 # what a member's host does with its leased step: (the run's ending, its exit code)
 Work = Callable[[Workspace, Lease], tuple[str, int]]
@@ -129,8 +133,15 @@ def _carry_trust(main: Workspace, member: Workspace, slug: str, env: Mapping[str
         for step in loading.load(member, slug).steps
         if step.verify and trust.digest(step.verify) == trusted.get(step.id)
     ]
-    if steps:
-        trust.record(member, slug, steps, env, time.time())
+    if steps:  # each check as the person trusted it in the main workspace, not as it is now
+        guards = trust.trusted_guards(main, slug, env)
+        kept = {step.id: guards[step.id] for step in steps if step.id in guards}
+        trust.record(member, slug, steps, env, time.time(), guards=kept)
+    taken = evidence.read_baseline(main, slug)  # the baseline the members' evidence is graded by
+    if taken:
+        path = evidence.baseline_path(member, slug)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        state.write_json(path, {"steps": taken}, compact=True)
 
 
 def sync(plan_: Fleet, member: Workspace, n: int) -> None:
@@ -333,32 +344,67 @@ def member_argv(plan_: Fleet, n: int, extra: Sequence[str]) -> list[str]:
     return [*line, *extra]
 
 
-def wait_members(procs: Sequence[subprocess.Popen[bytes]]) -> list[int]:
-    """Every member's exit code; Ctrl-C ends each member's whole process group."""
+def wait_members(
+    procs: Sequence[subprocess.Popen[bytes]],
+    done: Callable[[], bool] | None = None,
+    grace: float = DONE_GRACE,
+    poll: float = 1.0,
+    end_wait: float = MEMBER_END_WAIT,
+) -> list[int]:
+    """Every member's exit code; Ctrl-C ends each member's whole process group. Once `done`
+    says no step is open on the fleet's branch, a member still running `grace` later (its host
+    hung on a step another member took over and integrated) is ended as a Ctrl-C ends it."""
     try:
+        finished: float | None = None
+        while any(proc.poll() is None for proc in procs):
+            if finished is None and done is not None and done():
+                finished = time.monotonic()
+            if finished is not None and time.monotonic() - finished >= grace:
+                _end_members(procs, end_wait)
+                break
+            time.sleep(poll)
         return [proc.wait() for proc in procs]
     except KeyboardInterrupt:
-        for proc in procs:
+        _end_members(procs, end_wait)
+        raise
+
+
+def _end_members(procs: Sequence[subprocess.Popen[bytes]], wait: float) -> None:
+    """SIGINT to each running member's group, as Ctrl-C: its driver ends its host and tells
+    its ending; a member not ended within `wait` is killed (a watchdog ends its host)."""
+    for proc in procs:
+        if proc.poll() is None:
             with contextlib.suppress(OSError):
                 os.killpg(proc.pid, signal.SIGINT)
-        for proc in procs:
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(OSError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        raise
+    deadline = time.monotonic() + wait
+    for proc in procs:
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def _none_open(ws: Workspace, slug: str) -> bool:
+    """No step of the roadmap is open on the fleet's branch (its checkout here)."""
+    try:
+        return scan(loading.load(ws, slug)).counts.open == 0
+    except AgentcfgError:
+        return False
 
 
 def run_fleet(
     ws: Workspace, slug: str, host: str, agents: int, into: str | None,
     coordinate: str | None, ttl: float, passed: Sequence[str],
     say: Callable[[str], None] = print, env: Mapping[str, str] = os.environ,
+    baseline: Callable[[], None] = lambda: None,
 ) -> int:  # fmt: skip
     """`run --agents N`: the members' worktrees, one member process each, until every one has
-    ended; the worktrees are removed at the end (a reopened step's branch is kept)."""
+    ended; the worktrees are removed at the end (a reopened step's branch is kept). The
+    `baseline` is taken once the fleet can start, before the members get their copies of it."""
     the_fleet = plan(ws.root, slug, host, into, coordinate, ttl)
+    baseline()
     members = prepare_members(the_fleet, agents, env)
     try:
         _log(ws, "fleet-start", the_fleet.slug, agents=agents, into=the_fleet.into,
@@ -368,7 +414,7 @@ def run_fleet(
         for n, proc in enumerate(procs, 1):
             _log(ws, "member-started", the_fleet.slug, member=n, pid=proc.pid,
                  worktree=str(the_fleet.worktree(n)))  # fmt: skip
-        codes = wait_members(procs)
+        codes = wait_members(procs, lambda: _none_open(ws, the_fleet.slug))
     finally:
         _remove(the_fleet, len(members))
     counts = scan(loading.load(ws, the_fleet.slug)).counts
@@ -400,7 +446,9 @@ def final_reproof(plan_: Fleet, env: Mapping[str, str]) -> Reproof:
     fresh clone's `roadmap audit` reads the same proof."""
     main = Workspace(plan_.root)
     with _integration_lock(plan_):
-        found = reprove(main, plan_.slug, env, now=time.time())
+        found = reprove(
+            main, plan_.slug, env, now=time.time(), changed=guarded(main, plan_.slug, env)
+        )
         _git(plan_.root, "add", "--force", "--", finals.shown(plan_.slug),
              f"{ROADMAPS}/{plan_.slug}.md")  # fmt: skip
         if _git(plan_.root, "diff", "--cached", "--quiet", check=False).returncode != 0:

@@ -22,7 +22,7 @@ from agentcfg.core.roadmap import parse_roadmap
 from agentcfg.errors import IntegrationError
 from agentcfg.leases import IDENTITY
 from agentcfg.paths import ROADMAPS
-from agentcfg.verify import find_step, mark_open, receipt, run
+from agentcfg.verify import changed_checks, find_step, mark_open, receipt, run
 from agentcfg.workspace import Workspace
 
 GIT_TIMEOUT = 120.0
@@ -78,6 +78,11 @@ def _prove(
     result = None
     if step.verify:
         trust.require(ws, slug, [step], env)
+        changed = changed_checks(ws, slug, [step], env).get(step.id)
+        if changed:  # the check itself is not the one a person trusted
+            _abort(target)
+            shown = f"check changed: {', '.join(changed)}"
+            return Integration(branch, step.id, "reverify-failed", detail=shown)
         result = run(step, target, timeout)
         if not result.passed:
             _abort(target)

@@ -60,7 +60,7 @@ def message(record: Mapping[str, Any]) -> str:
         facts.append(f"{proven}/{contract} contracted steps proven")
     done = f" ({', '.join(facts)})" if facts else ""
     changes = record.get("changes")
-    if event == "halt-contract-changed" and isinstance(changes, list):
+    if event in ("halt-contract-changed", "halt-check-changed") and isinstance(changes, list):
         named = "; ".join(str(c) for c in changes)
         done += f": {named}; accept with `agentcfg roadmap trust {slug}`, or undo it"
     return f"agentcfg: roadmap `{slug}`: {what}{done}"

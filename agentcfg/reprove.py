@@ -55,6 +55,16 @@ class Reproof:
         return line + (f", {len(self.failed)} failed" if self.failed else "")
 
 
+def guarded(ws: Workspace, slug: str, env: Mapping[str, str]) -> Changed:
+    """`changed` as the commands pass it: the guarded files of a step's check that changed
+    since a person trusted it (verify.changed_checks)."""
+
+    def changed(step: Step) -> tuple[str, ...]:
+        return verify.changed_checks(ws, slug, [step], env).get(step.id, ())
+
+    return changed
+
+
 def contracted(ws: Workspace, slug: str, roadmap: Roadmap) -> dict[str, frozenset[str]]:
     """The roadmap's steps any run on it contracted, in the roadmap's order, each with the ids
     its receipts may name (its own, and its id when it joined); with no record of a run, every

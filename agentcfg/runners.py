@@ -12,6 +12,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import uuid
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -42,8 +43,11 @@ class Runner(Protocol):
     def interrupt(self, session: str | None) -> None:
         """Stop the session's work the driver ended the start's process on (--fresh-per-step)."""
 
-    def limit_reset(self, output: str, now: float, session: str | None) -> float | None:
-        """The host's `limit_reset` for the start that ended with `output`."""
+    def limit_reset(
+        self, output: str, now: float, session: str | None, code: int | None
+    ) -> float | None:
+        """The host's `limit_reset` for the start that ended with `output` and exit status
+        `code` (None: a signal ended it)."""
 
 
 class Headless(Protocol):
@@ -86,20 +90,78 @@ class Plain:
     def interrupt(self, session: str | None) -> None:
         return None
 
-    def limit_reset(self, output: str, now: float, session: str | None) -> float | None:
-        return self.host.limit_reset(output, now)
+    def limit_reset(
+        self, output: str, now: float, session: str | None, code: int | None
+    ) -> float | None:
+        """Only a start that failed ended on a limit: a host that exits 0 printed the model's
+        reply, and a limit line in it is the model's words (it could make the run wait)."""
+        return None if code == 0 else self.host.limit_reset(output, now)
 
 
 def end_group(proc: subprocess.Popen[Any]) -> None:
     """Stop a process started in a group of its own and everything it started: SIGINT, then
-    SIGTERM, then SIGKILL, each after a grace; a child still holding the group is killed."""
-    for sig, grace in ((signal.SIGINT, GRACE), (signal.SIGTERM, GRACE), (signal.SIGKILL, None)):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, sig)
-        try:
-            proc.wait(grace)
-        except subprocess.TimeoutExpired:
-            continue
-        break
+    SIGTERM, then SIGKILL, each after a grace; a child still holding the group is killed.
+    Interrupted meanwhile (a second Ctrl-C), it kills the group at once and lets that go on."""
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, sig)
+            try:
+                proc.wait(GRACE)
+            except subprocess.TimeoutExpired:
+                continue
+            break
+    finally:
+        kill_group(proc)
+
+
+def kill_group(proc: subprocess.Popen[Any]) -> None:
+    """SIGKILL to the process's group, then reap it (a killed process ends at once)."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(GRACE)
+
+
+# The watchdog's whole program: it waits on a pipe only the driver writes to; a word on it
+# means the driver ended the group itself, an end of file without one that the driver died
+# (kill -9), and then it ends the group: SIGTERM, and SIGKILL once a grace has passed.
+WATCHDOG = """
+import os, signal, sys, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+group, grace = int(sys.argv[1]), float(sys.argv[2])
+if sys.stdin.buffer.read(1):
+    sys.exit(0)
+def send(sig):
+    try:
+        os.killpg(group, sig)
+    except OSError:
+        sys.exit(0)
+send(signal.SIGTERM)
+deadline = time.monotonic() + grace
+while time.monotonic() < deadline:
+    time.sleep(0.1)
+    send(0)
+send(signal.SIGKILL)
+"""
+
+
+class Watchdog:
+    """Ends a process group when the driver that started it dies without ending it: a small
+    process in a session of its own, watching a pipe that closes with the driver."""
+
+    def __init__(self, group: int) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", WATCHDOG, str(group), str(GRACE)],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+
+    def release(self) -> None:
+        """The driver ended the group itself: the watchdog goes without doing anything."""
+        assert self.proc.stdin is not None
+        with contextlib.suppress(OSError):
+            self.proc.stdin.write(b"x")
+            self.proc.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(GRACE)

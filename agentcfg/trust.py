@@ -16,8 +16,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from agentcfg import state
+from agentcfg import guard, state
 from agentcfg.core.digest import sha256_hex
+from agentcfg.core.guard import Guard
 from agentcfg.core.roadmap import Step
 from agentcfg.core.times import iso
 from agentcfg.errors import StateError, UntrustedError
@@ -150,15 +151,36 @@ def trusted_lines(ws: Workspace, slug: str, env: Mapping[str, str]) -> dict[str,
 
 
 def record(
-    ws: Workspace, slug: str, steps: Sequence[Step], env: Mapping[str, str], now: float
+    ws: Workspace,
+    slug: str,
+    steps: Sequence[Step],
+    env: Mapping[str, str],
+    now: float,
+    guards: Mapping[str, Guard] | None = None,
 ) -> Path:
-    """Trust these steps' verify lines (and no others) for this roadmap file; the store's path."""
+    """Trust these steps' verify lines (and no others) for this roadmap file, each with the
+    guard of its check: the files it depends on as they are now, unless `guards` carries
+    them from elsewhere; the store's path."""
+    if guards is None:
+        guards = guard.take(ws, slug, steps, env)
     with _changing(env) as (path, data):
         data["roadmaps"][_entry(ws, slug)] = {
             "trusted_at": iso(now),
             "steps": {step.id: digest(step.verify) for step in steps if step.verify},
+            "guards": {name: taken.to_json() for name, taken in guards.items()},
         }
     return path
+
+
+def trusted_guards(ws: Workspace, slug: str, env: Mapping[str, str]) -> dict[str, Guard]:
+    """Step id -> the guard of its check as the person trusted it (steps trusted before
+    guards were recorded have none)."""
+    found = _read(store_path(env))["roadmaps"].get(_entry(ws, slug))
+    listed = found.get("guards") if isinstance(found, dict) else None
+    if not isinstance(listed, dict):
+        return {}
+    guards = {name: Guard.from_json(value) for name, value in listed.items()}
+    return {name: taken for name, taken in guards.items() if taken is not None}
 
 
 def _notify_entry(ws: Workspace) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import hashlib
 import os
 import re
@@ -15,9 +16,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentcfg import loading, state, trust
+from agentcfg import evidence, guard, loading, state, trust
+from agentcfg.core.evidence import EXPLAINED
 from agentcfg.core.roadmap import Roadmap, Step
-from agentcfg.errors import ClaimError, RoadmapError, StepError
+from agentcfg.errors import CheckChangedError, ClaimError, RoadmapError, StepError
 from agentcfg.paths import LOCKS
 from agentcfg.workspace import Workspace
 
@@ -40,6 +42,7 @@ class VerifyResult:
     duration: float
     tail: tuple[str, ...]
     output: str = ""  # sha256 of everything it printed
+    evidence: str = ""  # what its pass shows about the work (core/evidence.py); "" on a fail
 
     @property
     def passed(self) -> bool:
@@ -152,6 +155,33 @@ def log(
     state.append_ledger(ws.state, record)
 
 
+def closed_in_session(ws: Workspace, slug: str, env: Mapping[str, str]) -> str | None:
+    """Under `run --fresh-per-step` a session works one step: the step the shell's session has
+    already proven on the roadmap when the driver started it so (its `run-start` or
+    `run-resume` says `one_step`); None otherwise, or when the shell names no session."""
+    from agentcfg.claims import find_session, session_key
+    from agentcfg.hosts.registry import session_env
+
+    session = find_session(None, env, session_env())
+    if session is None:
+        return None
+    key = session_key(session)
+    one_step, closed = False, None
+    for line in state.ledger_lines(ws.state):
+        if key.encode() not in line:
+            continue
+        with contextlib.suppress(ValueError):
+            event = state.loads(line)
+            if not isinstance(event, dict) or event.get("run") != key:
+                continue
+            if event.get("event") in ("run-start", "run-resume") and event.get("one_step"):
+                one_step = True
+            step = event.get("step")
+            if event.get("event") == "verified" and event.get("slug") == slug and closed is None:
+                closed = step if isinstance(step, str) else None
+    return closed if one_step else None
+
+
 def mark_done(ws: Workspace, slug: str, step_id: str, proven: str | None = None) -> Step:
     """Flip exactly this step's box to `[x]`; every other byte of the file stays as it was.
 
@@ -226,6 +256,49 @@ def line_span(data: bytes, number: int) -> tuple[int, int]:
 Echo = Callable[[str], None]
 
 
+NOT_RECORDED = "the files it reads (trusted before agentcfg recorded them)"
+
+
+def changed_checks(
+    ws: Workspace, slug: str, steps: Sequence[Step], env: Mapping[str, str]
+) -> dict[str, tuple[str, ...]]:
+    """Step id -> the guarded files of its check that changed, were deleted or were created
+    since a person trusted it, for the steps whose check changed. A check trusted before its
+    files were recorded counts as changed: nothing says what it read then."""
+    trusted = trust.trusted_guards(ws, slug, env)
+    tree = guard.Tree(ws.root)
+    found: dict[str, tuple[str, ...]] = {}
+    for step in steps:
+        if not step.verify:
+            continue
+        taken = trusted.get(step.id)
+        files = (NOT_RECORDED,) if taken is None else tree.changed(taken)
+        if files:
+            found[step.id] = files
+    return found
+
+
+def refuse_changed(
+    ws: Workspace, slug: str, roadmap: Roadmap, step: Step, env: Mapping[str, str]
+) -> None:
+    """CheckChangedError when the step's check changed since trust; the refusal is logged and
+    remembered for the stop hook, which halts the run at the next turn end."""
+    files = changed_checks(ws, slug, [step], env).get(step.id)
+    if not files:
+        guard.forget_refusal(ws, slug, step.id)
+        return
+    now = time.time()
+    guard.remember_refusal(ws, slug, step, files, now)
+    log(ws, "check-changed", slug, roadmap, env, now, step=step.id, files=list(files))
+    raise CheckChangedError(slug, step.name, files)
+
+
+def _enough(ws: Workspace, slug: str, env: Mapping[str, str], found: str) -> bool:
+    """Whether evidence of this word may close a step: contract.require, if set, asks one."""
+    required = guard.settings(ws, slug, env)[1]
+    return not required or found == required
+
+
 def prove(
     ws: Workspace,
     slug: str,
@@ -234,14 +307,18 @@ def prove(
     env: Mapping[str, str],
     echo: Echo | None = None,
 ) -> VerifyResult:
-    """Run one step's verify line; record the `verified` event and, when it passes, the proof
-    and the step's receipt."""
+    """Run one step's verify line after its check is found as trusted; record the `verified`
+    event and, when it passes, the proof and the step's receipt."""
     from agentcfg import proofs
     from agentcfg.config import load_config
 
+    refuse_changed(ws, slug, roadmap, step, env)
     result = run(step, ws.root, load_config(ws, env).verify_timeout, echo)
-    receipt(ws, slug, roadmap, step, env, result)
     if result.passed:
+        result = dataclasses.replace(result, evidence=evidence.grade(ws, slug, step, env))
+    counts = result.passed and _enough(ws, slug, env, result.evidence)
+    receipt(ws, slug, roadmap, step, env, result, counts)
+    if counts:
         proofs.record(ws, slug, step.id, result.command, time.time())
     return result
 
@@ -253,9 +330,11 @@ def receipt(
     step: Step,
     env: Mapping[str, str],
     result: VerifyResult | None,
+    counts: bool = True,
 ) -> None:
     """The `verified` event of a verify run (`result`), or of a step with no verify line to
-    run; a passing one is also the step's receipt, which closes it in the run's contract."""
+    run; a passing one that `counts` (its evidence is what contract.require asks) is also the
+    step's receipt, which closes it in the run's contract."""
     from agentcfg import contract
     from agentcfg.core.contract import command_hash, text_hash
     from agentcfg.core.times import iso_ms
@@ -268,11 +347,13 @@ def receipt(
         "exit_code": result.exit_code if result else None,
         "duration": round(result.duration, 3) if result else 0.0,
         "output": result.output if result else None,
+        "evidence": result.evidence if result and result.passed else None,
         **git_facts(ws.root),
     }
     passed = result is None or result.passed
-    log(ws, "verified", slug, roadmap, env, moment, **fields, passed=passed)
-    if passed:
+    refused = {} if counts or not passed else {"refused": "contract.require"}
+    log(ws, "verified", slug, roadmap, env, moment, **fields, passed=passed, **refused)
+    if passed and counts:
         contract.add_receipt(ws, slug, {**fields, "at": iso_ms(moment)})
 
 
@@ -323,6 +404,45 @@ def verify_steps(
     return [prove(ws, slug, roadmap, step, env, echo(step)) for step in chosen]
 
 
+def take_baseline(
+    ws: Workspace,
+    slug: str,
+    env: Mapping[str, str],
+    every: bool = False,
+    echo: Callable[[Step, VerifyResult], None] = lambda step, result: None,
+) -> tuple[list[VerifyResult], list[str]]:
+    """Run the verify line of each open step the baseline lacks (of `every` open step with one)
+    once, before the work: no receipt, no box; each result goes to `echo` as it ends. A line
+    no person trusted is not run: its step is named in the second list."""
+    slug = ws.canonical(slug)
+    roadmap = loading.load(ws, slug)
+    opened = [s for s in roadmap.steps if s.is_open and s.verify]
+    chosen = opened if every else evidence.missing(ws, slug, opened)
+    known = trust.trusted_lines(ws, slug, env)
+    untrusted = [s.id for s in chosen if known.get(s.id) != trust.digest(s.verify or "")]
+    timeout = _timeout(ws, env)
+    results = []
+    for step in chosen:
+        if step.id not in untrusted:
+            results.append(run(step, ws.root, timeout))
+            echo(step, results[-1])
+    if results:
+        ran = {r.step: (r.command, r.exit_code) for r in results}
+        evidence.record(ws, slug, ran, git_facts(ws.root), time.time())
+        log(
+            ws, "baseline", slug, roadmap, env, time.time(),
+            steps={r.step: r.exit_code for r in results},
+            seconds=round(sum(r.duration for r in results), 3),
+        )  # fmt: skip
+    return results, untrusted
+
+
+def _timeout(ws: Workspace, env: Mapping[str, str]) -> float:
+    from agentcfg.config import load_config
+
+    return load_config(ws, env).verify_timeout
+
+
 @dataclass(frozen=True)
 class Done:
     """What `roadmap done` did: the step, its verify run, whether the box was ticked, and
@@ -353,12 +473,24 @@ def done(
         raise StepError(f"step {step.name} is done already; only its verify line can prove it")
     if not already:
         check_markable(step)
+        closed = closed_in_session(ws, slug, env)
+        if closed is not None and closed != step.id:
+            raise StepError(
+                f"this session closes one step (`agentcfg run --fresh-per-step`) and has closed "
+                f"{closed}: end your turn now; step {step.name} is for a session of its own"
+            )
     result = None
     if step.verify and not no_verify:
         trust.require(ws, slug, [step], env)
         result = prove(ws, slug, roadmap, step, env)
         if not result.passed:
             return Done(step, result, marked=False, already=already)
+        if not _enough(ws, slug, env, result.evidence):
+            raise StepError(
+                f"the check of step {step.name} passed, but its evidence is {result.evidence} "
+                f"({EXPLAINED[result.evidence]}) and contract.require asks red-green; "
+                f"the box stays open"
+            )
     elif not step.verify:
         if not no_verify:
             require_verify(step, "pass --no-verify to mark it anyway")
@@ -381,6 +513,7 @@ class TrustPlan:
     roadmap: Roadmap
     steps: list[Step]  # the steps with a verify line
     changes: list[str]  # the contract changes since the runs on this roadmap began
+    checks: dict[str, tuple[str, ...]]  # step id -> its check's files changed since trust
 
 
 def plan_trust(ws: Workspace, slug: str, env: Mapping[str, str], now: float) -> TrustPlan:
@@ -409,7 +542,10 @@ def plan_trust(ws: Workspace, slug: str, env: Mapping[str, str], now: float) -> 
             continue
         for change in judge(found, roadmap, receipts, now).changes:
             changes[change.describe()] = None
-    return TrustPlan(slug, roadmap, [s for s in roadmap.steps if s.verify], list(changes))
+    steps = [s for s in roadmap.steps if s.verify]
+    trusted = trust.trusted_lines(ws, slug, env)
+    checks = changed_checks(ws, slug, [s for s in steps if s.id in trusted], env)
+    return TrustPlan(slug, roadmap, steps, list(changes), checks)
 
 
 def trust_notify(ws: Workspace, env: Mapping[str, str], now: float) -> tuple[str, ...]:
@@ -433,10 +569,12 @@ def trust_roadmap(
     from agentcfg import claims, contract
 
     store = trust.record(ws, plan.slug, plan.steps, env, now)
+    guard.forget_refusals(ws, plan.slug)
     live = {c.key for c in claims.all_claims(ws) if c.slug == plan.slug}
     runs = contract.rebaseline(ws, plan.slug, plan.roadmap, live, now)
     log(
         ws, "trusted", plan.slug, plan.roadmap, env, now,
         steps=[step.id for step in plan.steps], accepted=plan.changes, runs=runs,
+        checks={step: list(files) for step, files in plan.checks.items()},
     )  # fmt: skip
     return store, runs

@@ -29,6 +29,7 @@ from pathlib import Path
 import agentcfg
 from agentcfg import claims, state
 from agentcfg.core.ladder import RunState
+from agentcfg.guard import Tree
 from agentcfg.workspace import Workspace
 
 RUNS = int(os.environ.get("BENCH_RUNS", "15"))
@@ -231,6 +232,26 @@ def run_once(case: Case) -> tuple[float, float]:
     return elapsed, usage.ru_maxrss / 1024
 
 
+def guard_check(root: Path, files: int) -> dict[str, float]:
+    """What `roadmap done` adds to a verify run, in process: the files of the step's check
+    (a pytest check guarding `tests/**`) listed and hashed, and compared with the trusted ones."""
+    project = root / "guarded"
+    for n in range(files):
+        path = project / "tests" / f"group{n % 10}" / f"test_{n}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"def test_{n}():\n    assert {n} == {n}\n" * 20)
+    command = "python3 -m pytest -q tests"
+    trusted = Tree(project).take(command, ("tests/**",))
+    assert len(trusted.files) == files
+    samples = []
+    for n in range(RUNS + 1):
+        started = time.perf_counter()
+        assert Tree(project).changed(trusted) == ()
+        if n:
+            samples.append(time.perf_counter() - started)
+    return summary(samples, [0.0])
+
+
 def summary(samples: list[float], peaks: list[float]) -> dict[str, float]:
     quartiles = statistics.quantiles(samples, n=4)
     return {
@@ -330,6 +351,7 @@ def main() -> int:
                 env=bench.env,
                 setup=lambda c=cache: [p.unlink() for p in c.glob("roadmap-*.json")],  # type: ignore[misc]
             )
+        results["roadmap done's check guard, 200 guarded files"] = guard_check(root, 200)
         ledger_lines(root / "state" / "run-continuation.jsonl", 1_000_000)
         results["report, 1,000,000 ledger lines"] = measure(
             [SCRIPT, "report", "--json"], env=bench.env, runs=max(3, RUNS // 5)
@@ -440,12 +462,14 @@ def derived(results: dict[str, dict[str, float]]) -> list[dict[str, object]]:
     small = results["hook, engage, 1 MiB transcript, no turn id"]
     s1k = results["roadmap status, 1000 steps, uncached"]["median_ms"]
     s10k = results["roadmap status, 10000 steps, uncached"]["median_ms"]
+    guarded = results["roadmap done's check guard, 200 guarded files"]["median_ms"]
     out = []
     for name, value, target, unit in (
         ("256 MiB / 1 MiB transcript", big["median_ms"] / small["median_ms"], 1.3, "x"),
         ("peak memory, 256 MiB transcript", big["peak_rss_mib"], 64, " MiB"),
         ("roadmap status, 10,000 steps, uncached", s10k / 1000, 1.5, " s"),
         ("10,000 / 1,000 steps", s10k / s1k, 12, "x"),
+        ("roadmap done's check guard, 200 files", guarded, 50, " ms"),
     ):
         ok = "ok" if value <= target else "MISSED"
         out.append(

@@ -15,7 +15,7 @@ from agentcfg import fleet, fleet_run, loading, trust
 from agentcfg.errors import AgentcfgError
 from agentcfg.fleet_run import Fleet, member_loop, plan, prepare_members
 from agentcfg.leases import Lease, Store
-from agentcfg.verify import done
+from agentcfg.verify import done, take_baseline
 from agentcfg.workspace import Workspace
 from tests.test_leases import git
 
@@ -316,3 +316,49 @@ def test_boxes_a_member_ticks_besides_its_own_step_are_reopened_on_integration(
 
     assert audit.audit(Workspace(clone), "demo", env).ok
     assert not audit.audit(Workspace(clone), "demo", env).contracts
+
+
+def test_members_close_steps_with_the_evidence_of_the_fleets_baseline(
+    repo: tuple[Path, dict[str, str]],
+) -> None:
+    root, env = repo
+    taken, untrusted = take_baseline(Workspace(root), "demo", env)
+    assert untrusted == []
+    assert [r.exit_code for r in taken] == [1] * STEPS  # no step's file is there yet
+    the_fleet = plan(root, "demo", "claude", None, None, 60.0)
+    members = prepare_members(the_fleet, 2, env)
+    assert run_fleet(the_fleet, members, agent(env, []), env) == [0, 0]
+    graded = [e.get("evidence") for e in ledger(members[0]) + ledger(members[1])
+              if e["event"] == "verified"]  # fmt: skip
+    assert graded and set(graded) == {"red-green"}
+
+
+def test_a_member_still_running_once_no_step_is_open_is_ended() -> None:
+    """Every step is integrated, but one member's host hangs on a step another member took
+    over and integrated: once the fleet's roadmap has no open step, a member still running
+    after the grace is ended (as a Ctrl-C ends it), and the fleet ends."""
+    import signal
+    import subprocess
+    import sys
+
+    from agentcfg.fleet_run import wait_members
+
+    quick = subprocess.Popen([sys.executable, "-c", "pass"], start_new_session=True)
+    hung = subprocess.Popen(
+        [sys.executable, "-c", "import signal, time\n"
+         "signal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(300)"],
+        start_new_session=True,
+    )  # fmt: skip
+    looks: list[float] = []
+
+    def done() -> bool:
+        looks.append(time.monotonic())
+        return len(looks) > 1  # the last step is integrated at the second look
+
+    started = time.monotonic()
+    try:
+        codes = wait_members([quick, hung], done=done, grace=0.5, poll=0.1, end_wait=1.0)
+    finally:
+        hung.kill()
+    assert codes[0] == 0 and codes[1] == -signal.SIGKILL  # deaf to SIGINT: killed
+    assert time.monotonic() - started < 10

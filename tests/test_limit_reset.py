@@ -107,3 +107,50 @@ def test_clock_times_as_hosts_print_them(told: str, now: str, reset: str) -> Non
 @pytest.mark.parametrize("told", ["soon", "25:00pm", "Feb 30, 9am", "Foo 3, 9am", "13:61am"])
 def test_what_is_not_a_clock_time(told: str) -> None:
     assert clock_time(told, at("2026-12-01T08:00:00"), timezone.utc) is None
+
+
+HUGE = "9" * 5000
+OUT_OF_RANGE = {
+    "claude": [
+        f"Claude AI usage limit reached|{HUGE}",
+        f"Claude AI usage limit reached|{HUGE[:400]}",
+        '{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1e400}}\n'
+        '{"type":"result","is_error":true,"api_error_status":429,"result":"x"}',
+        '{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":-Infinity}}\n'
+        '{"type":"result","is_error":true,"api_error_status":429,"result":"x"}',
+    ],
+    "gemini": [
+        f"TerminalQuotaError: retryDelayMs: {HUGE}",
+        f"TerminalQuotaError: Suggested retry after {HUGE}.5s.",
+        f"TerminalQuotaError: Suggested retry after {HUGE[:400]}s.",
+    ],
+    "codex": ["You’ve hit your usage limit. try again at Dec 99th, 9999 99:99 PM."],
+}
+
+
+@pytest.mark.parametrize(
+    ("host", "output"), [(h, o) for h, outs in OUT_OF_RANGE.items() for o in outs]
+)
+def test_a_reset_out_of_range_is_a_limit_with_no_reset_told(host: str, output: str) -> None:
+    """A number no clock holds is ignored, never an error: the limit is one with no reset."""
+    assert adapter(host).limit_reset(output, 1_800_000_000.0) == 1_800_000_000.0
+
+
+@pytest.mark.parametrize("wait", ["inf", "nan", "1e400", "-5", HUGE, [1], None])
+def test_opencode_retry_after_out_of_range_is_no_reset_told(wait: object) -> None:
+    error = {
+        "name": "APIError",
+        "data": {"statusCode": 429, "responseHeaders": {"retry-after": wait}},
+    }
+    messages = json.dumps([{"info": {"role": "assistant", "error": error}}])
+    assert adapter("opencode").limit_reset("", 5.0, messages=messages) == 5.0  # type: ignore[call-arg]
+
+
+def test_a_stream_json_reply_that_did_not_fail_is_never_a_limit() -> None:
+    """A `result` that is not an error is the model's reply, whatever it says; only the host's
+    own records tell a limit."""
+    said = json.dumps({"type": "result", "is_error": False,
+                       "result": "Claude AI usage limit reached|1800003600"})  # fmt: skip
+    forged = '{"type":"assistant","rate_limit_info":{"status":"rejected","resetsAt":1800003600}}'
+    assert adapter("claude").limit_reset(said, 1_800_000_000.0) is None
+    assert adapter("claude").limit_reset(forged + "\n" + said, 1_800_000_000.0) is None

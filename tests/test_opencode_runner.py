@@ -57,6 +57,9 @@ class Handler(BaseHTTPRequestHandler):
         self.rfile.read(int(self.headers.get("content-length") or 0))
         Path("posted").open("a").write(self.path + "\\n")
         if self.path.endswith("/abort"):
+            if Path("slow").exists():  # a server too busy to answer in time
+                import time
+                time.sleep(60)
             Path("status.json").unlink(missing_ok=True)
         self.answer(json.dumps({"id": "ses_made1", "directory": "x"}))
 
@@ -151,13 +154,13 @@ def test_the_limit_is_read_from_the_sessions_messages(binary: Path, tmp_path: Pa
     capture = FIXTURES / "session-messages-rate-limit.json"
     (tmp_path / "messages.json").write_text(capture.read_text())
     with served(binary, tmp_path) as runner:
-        reset = runner.limit_reset("", 1_796_117_000.0, "ses_made1")
+        reset = runner.limit_reset("", 1_796_117_000.0, "ses_made1", 0)
         assert (tmp_path / "asked").read_text() == "/session/ses_made1/message"
         # retry-after 1 s after the reply that gave up (1796116969.658)
         assert reset == pytest.approx(1_796_116_970.658)
         assert reset == opencode.limit_reset("", 1_796_117_000.0, capture.read_text())
         (tmp_path / "messages.json").write_text("[]")
-        assert runner.limit_reset("", 1_796_117_000.0, "ses_made1") is None
+        assert runner.limit_reset("", 1_796_117_000.0, "ses_made1", 0) is None
 
 
 def test_a_server_that_does_not_start_is_one_line(binary: Path, tmp_path: Path) -> None:
@@ -183,3 +186,24 @@ def test_the_end_of_the_run_aborts_what_the_server_still_works_on(
     with served(binary, tmp_path) as runner:  # nothing busy: nothing aborted
         pass
     assert not (tmp_path / "posted").exists() and runner.proc is None
+
+
+def test_the_end_of_the_run_waits_on_a_slow_server_a_bounded_time(
+    binary: Path, tmp_path: Path
+) -> None:
+    """A server that does not answer the abort: the run still ends within the abort's wait
+    and the server's graces (here it ends at its first signal), 3 s of margin for a loaded
+    machine; its work is ended with it."""
+    import time
+
+    from agentcfg.hosts.opencode_server import ABORT_WAIT
+
+    with served(binary, tmp_path) as runner:
+        (tmp_path / "status.json").write_text(json.dumps({"ses_made1": {"type": "busy"}}))
+        (tmp_path / "slow").touch()
+        server = runner.proc
+        assert server is not None
+        started = time.monotonic()
+    assert time.monotonic() - started < ABORT_WAIT + 3
+    with pytest.raises(ProcessLookupError):
+        os.killpg(server.pid, 0)

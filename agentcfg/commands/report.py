@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -68,12 +69,39 @@ def write_page(ws: Workspace, page: Path, text: str) -> None:
             raise AgentcfgError(f"{page} is inside roadmaps/ or state/: write the page elsewhere")
     if not where.is_dir():
         raise AgentcfgError(f"cannot write {page}: {where} is not a folder")
+    data = text.encode("utf-8", "replace")
     try:
-        state.write_bytes(
-            where / page.name, text.encode("utf-8", "replace"), mode=0o644, private_dir=False
-        )
+        if _special(where / page.name):
+            _write_into(where / page.name, data)
+        else:
+            state.write_bytes(where / page.name, data, mode=0o644, private_dir=False)
     except OSError as exc:
         raise AgentcfgError(f"cannot write {page}: {exc.strerror}") from None
+
+
+def _special(path: Path) -> bool:
+    """Something other than a file or a link stands at `path`: a FIFO, a device."""
+    import stat
+
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISLNK(mode))
+
+
+def _write_into(path: Path, data: bytes) -> None:
+    """Write the page into a FIFO or a device as it stands, never replacing the node: a FIFO
+    nobody reads is refused at once rather than waited on; a short or failed write is an
+    OSError (a full device tells ENOSPC)."""
+    fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    try:
+        os.set_blocking(fd, True)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
 
 
 def render(data: dict[str, Any]) -> str:

@@ -12,6 +12,7 @@ import click
 
 from agentcfg import audit, finals, fleet, loading, reprove, verify
 from agentcfg.commands import bar, emit_json, json_option, now, say, workspace
+from agentcfg.core.evidence import baseline_line, baseline_total, summary
 from agentcfg.core.lint import lint
 from agentcfg.core.roadmap import Step
 from agentcfg.core.texts import plural
@@ -141,7 +142,8 @@ def _verify_line(result: VerifyResult) -> str:
     if result.exit_code is None:
         return f"FAIL {result.step} (timed out after {result.duration:.1f}s)"
     word = "PASS" if result.passed else "FAIL"
-    return f"{word} {result.step} (exit {result.exit_code}, {result.duration:.1f}s)"
+    shown = f"{word} {result.step} (exit {result.exit_code}, {result.duration:.1f}s)"
+    return shown + (f", evidence: {result.evidence}" if result.evidence else "")
 
 
 def _verify_json(result: VerifyResult) -> dict[str, Any]:
@@ -152,7 +154,12 @@ def _verify_json(result: VerifyResult) -> dict[str, Any]:
         "passed": result.passed,
         "timed_out": result.exit_code is None,
         "duration": round(result.duration, 3),
+        "evidence": result.evidence or None,
     }
+
+
+def _baseline_line(step: Step, result: VerifyResult) -> None:
+    say(baseline_line(step.name, result.exit_code, result.duration))
 
 
 def _streamed(step: Step) -> verify.Echo:
@@ -164,25 +171,48 @@ def _streamed(step: Step) -> verify.Echo:
 @click.argument("slug")
 @click.argument("steps", nargs=-1)
 @click.option(
+    "--baseline",
+    is_flag=True,
+    help="Run every open step's verify line once before the work, to grade its evidence.",
+)
+@click.option(
     "--final",
     is_flag=True,
     help="Re-prove every contracted step on the tree as it is (reopening any that fails) and "
     "record the final proof a run ends `complete` on.",
 )
 @json_option
-def verify_command(slug: str, steps: tuple[str, ...], final: bool, as_json: bool) -> None:
+def verify_command(
+    slug: str, steps: tuple[str, ...], baseline: bool, final: bool, as_json: bool
+) -> None:
     """Run verify lines: of the steps named, or of every open step that has one."""
     ws = workspace()
     slug = ws.canonical(slug)
     if final:
-        if steps:
+        if steps or baseline:
             raise click.UsageError("--final re-proves every contracted step: name none")
-        found = reprove.reprove(ws, slug, os.environ, now=now())
+        found = reprove.reprove(
+            ws, slug, os.environ, now=now(), changed=reprove.guarded(ws, slug, os.environ)
+        )
         if as_json:
             emit_json(_reproof_json(found))
         else:
             _show_reproof(found)
         if not found.ok:
+            raise SystemExit(1)
+        return
+    if baseline:
+        if steps:
+            raise click.UsageError("--baseline runs every open step's verify line: name none")
+        taken, untrusted = verify.take_baseline(
+            ws, slug, os.environ, every=True,
+            echo=(lambda step, result: None) if as_json else _baseline_line,
+        )  # fmt: skip
+        if as_json:
+            emit_json([_verify_json(r) for r in taken])
+        else:
+            say(baseline_total(slug, [(r.exit_code, r.duration) for r in taken], untrusted))
+        if untrusted:
             raise SystemExit(1)
         return
     echo = (lambda step: None) if as_json else _streamed
@@ -239,7 +269,9 @@ def _final_after_last(ws: Workspace, slug: str) -> None:
     if membership_path(ws, slug).exists() or not reprove.closed_out(ws, slug, now()):
         return
     say("that was the last open step: every contracted step is re-proven on the tree as it is")
-    found = reprove.reprove(ws, slug, os.environ, now=now())
+    found = reprove.reprove(
+        ws, slug, os.environ, now=now(), changed=reprove.guarded(ws, slug, os.environ)
+    )
     _show_reproof(found)
     if not found.ok:
         raise SystemExit(1)
@@ -303,6 +335,9 @@ def _show_audit(found: audit.Audit) -> None:
         else (f"{plural(sum(r.contracted for r in found.rows), 'contracted step')}")
     )
     say(f"audit of roadmap `{found.slug}`: {counts} ({scope})")
+    graded = [(r.step.name, r.evidence) for r in found.rows if r.evidence is not None]
+    if graded:
+        say(f"evidence of the proven steps: {summary(graded)}")
     width = max((len(r.step.name) for r in found.rows), default=0)
     for row in found.rows:
         say(f"  {row.step.name:<{width}}  {row.status:<9} {_audit_note(row)}".rstrip())
@@ -316,8 +351,12 @@ def _audit_note(row: audit.Row) -> str:
         notes.append(f"failed the re-proof at the run's end ({row.refuted})")
     elif row.status == "unproven":
         notes.append("ticked without a receipt")
+    elif row.elsewhere:
+        notes.append("its receipt was taken on a commit outside this branch's history")
     elif row.status == "stale":
         notes.append("its receipt is for a verify line it no longer has")
+    if row.evidence is not None:
+        notes.append(f"evidence: {row.evidence}")
     if receipt:
         head = receipt.get("head")
         where = f"HEAD {head[:12]}" if isinstance(head, str) else "no git HEAD"
@@ -359,6 +398,7 @@ def trust_command(slug: str, yes: bool, as_json: bool) -> None:
             "slug": plan.slug, "store": str(store),
             "trusted": [{"step": s.name, "command": s.verify} for s in plan.steps],
             "notify": list(notify) or None, "accepted": plan.changes, "runs": runs,
+            "checks": {step: list(files) for step, files in plan.checks.items()},
         })  # fmt: skip
         return
     if notify:
@@ -379,3 +419,7 @@ def _show_plan(plan: verify.TrustPlan) -> None:
         say("changes to the contract since its runs began (accepting them makes them yours):")
         for change in plan.changes:
             say(f"  {change}")
+    if plan.checks:
+        say("files the checks read, changed since they were trusted (trusting makes them yours):")
+        for name, files in plan.checks.items():
+            say(f"  {name}: {', '.join(files)}")

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import click
 
-from agentcfg import driver, fleet_run
+from agentcfg import driver, fleet_run, verify
 from agentcfg.commands import clock, count, duration, emit_json, json_option, say, workspace
 from agentcfg.core import unattended
+from agentcfg.core.evidence import baseline_line, baseline_total
 from agentcfg.errors import AgentcfgError
 from agentcfg.leases import TTL
 
@@ -50,6 +51,11 @@ def _passed_on(
 )
 @click.option("--force", is_flag=True, help="Take the roadmap over from another live session.")
 @click.option(
+    "--no-baseline",
+    is_flag=True,
+    help="Do not run the open steps' verify lines before the host starts (evidence: unknown).",
+)
+@click.option(
     "--agents",
     type=click.IntRange(min=1, max=64),
     help="Run a fleet of this many agents, each in a git worktree of its own.",
@@ -80,6 +86,7 @@ def run(
     max_wait: float | None,
     fresh_per_step: bool,
     force: bool,
+    no_baseline: bool,
     agents: int | None,
     into: str | None,
     coordinate: str | None,
@@ -118,12 +125,24 @@ def run(
     request = driver.Request(slug, host, policy, extra, force or member is not None, fresh_per_step)
     ready = driver.prepare(ws, request, os.environ, Path.home())
     signal.signal(signal.SIGTERM, driver.on_sigterm)
+
+    def baseline() -> None:  # each open step's check once before the work, unless told not to
+        if no_baseline:
+            return
+        taken, untrusted = verify.take_baseline(ws, slug, os.environ, echo=lambda step, result: say(
+            baseline_line(step.name, result.exit_code, result.duration), err=as_json
+        ))  # fmt: skip
+        if taken or untrusted:
+            ran = [(r.exit_code, r.duration) for r in taken]
+            say(baseline_total(ws.canonical(slug), ran, untrusted), err=as_json)
+
     if agents is not None:
         options = _passed_on(until, window, max_restarts, max_wait)
         options += ["--fresh-per-step"] if fresh_per_step else []
         code = fleet_run.run_fleet(
-            ws, slug, host, agents, into, coordinate, lease_ttl or TTL, [*options, "--", *extra]
-        )
+            ws, slug, host, agents, into, coordinate, lease_ttl or TTL,
+            [*options, "--", *extra], baseline=baseline,
+        )  # fmt: skip
         raise SystemExit(code)
     if member is not None and fleet_root is not None:
         shown = lambda line: say(f"[{member}] {line}", err=as_json)  # noqa: E731
@@ -135,6 +154,7 @@ def run(
                 ),
             )
         )  # fmt: skip
+    baseline()
     result = driver.drive(
         ws, request, ready, os.environ, clock(), lambda line: say(line, err=as_json)
     )

@@ -154,6 +154,7 @@ class Fire(Record):
     shadow: bool = False  # config mode: shadow
     tokens: int | None = None  # the run's recorded tokens with this fire's; None: none known
     changed: bool = False  # the run's contract was changed, and the gate has refused it once
+    checks: tuple[str, ...] = ()  # checks `roadmap done` refused: changed since trust
     unfinal: bool = False  # nothing open, but no final re-proof covers the contract and roadmap
 
     @property
@@ -226,6 +227,9 @@ def _climb(read: RunState, fire: Fire, caps: Caps) -> Decision:
         return settle(False, "halt-roadmap-absent", run._replace(halted="halt-roadmap-absent"))
     if fire.changed:  # rung 5b: never complete, never blocked, never silent
         halt = "halt-contract-changed"
+        return settle(False, halt, run._replace(halted=halt, ended=None, last_reply=None))
+    if fire.checks:  # rung 5c: a check changed under the run, refused once by `roadmap done`
+        halt = "halt-check-changed"
         return settle(False, halt, run._replace(halted=halt, ended=None, last_reply=None))
     if ending is not None:
         return settle(False, ending, run._replace(ended=ending, last_reply=None))

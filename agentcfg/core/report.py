@@ -29,6 +29,7 @@ ENDINGS = (
     "halt-roadmap-absent",
     "halt-state-unreadable",
     "halt-contract-changed",
+    "halt-check-changed",
     "halt-unproven",
     "halt-restarts",  # `agentcfg run`'s own endings
     "halt-until",
@@ -210,7 +211,8 @@ class Report:
     costliest_run: Run | None = None
     rows: list[Run] = field(default_factory=list)
     fleet: Fleet = field(default_factory=Fleet)
-    # every halt-contract-changed (the newest CHANGES_KEPT): what the person must decide
+    # every halt-contract-changed and halt-check-changed (the newest CHANGES_KEPT): what the
+    # person must decide
     contract_changes: collections.deque[dict[str, Any]] = field(
         default_factory=lambda: collections.deque(maxlen=CHANGES_KEPT)
     )
@@ -346,7 +348,7 @@ def _apply(report: Report, run: Run, name: str, event: dict[str, Any], at: float
     proven, contract = event.get("proven"), event.get("contract")
     if _count(proven) and _count(contract):
         run.proven, run.contract = proven, contract
-    if name == "halt-contract-changed":
+    if name in ("halt-contract-changed", "halt-check-changed"):
         changes = event.get("changes")
         shown = [str(c) for c in changes] if isinstance(changes, list) else []
         report.contract_changes.append(

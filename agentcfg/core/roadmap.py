@@ -219,6 +219,12 @@ def parse_roadmap(text: str, shortcut: bool = True) -> Roadmap:
     return Roadmap(mode, title, tuple(phases), tuple(steps), tuple(problems))
 
 
+def read_frontmatter(text: str) -> dict[str, Any]:
+    """A roadmap's frontmatter as a mapping; {} when it has none or it cannot be read."""
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    return _split_frontmatter(text, [])[0]
+
+
 def _split_frontmatter(text: str, problems: list[Problem]) -> tuple[dict[str, Any], str, int]:
     """YAML between a first `---` and the next one; a `---` before markdown is a rule."""
     lines = text.split("\n")

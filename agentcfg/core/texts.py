@@ -212,6 +212,12 @@ NOTES = {
         "{problem}. Undo that, or accept it as yours with `agentcfg roadmap trust {slug}`; "
         "then have the agent claim it again: `agentcfg sessions claim {slug}`."
     ),
+    "halt-check-changed": (
+        "agentcfg: roadmap `{slug}` stopped: the check of a step changed since a person "
+        "trusted it ({open}): {problem}. Undo that or keep it, then review the checks "
+        "with `agentcfg roadmap trust {slug}`, and have the agent claim it again: "
+        "`agentcfg sessions claim {slug}`."
+    ),
     "halt-unproven": (
         "agentcfg: roadmap `{slug}` stopped: its steps are ticked but the re-proof at the end "
         "failed again ({problem}). See `agentcfg roadmap audit {slug}`, fix what fails, then "
@@ -223,7 +229,8 @@ NOTES = {
     ),
 }
 
-PROBLEM_LIMIT = {"halt-contract-changed": 600}  # each change is named: more room than one error
+# each change is named: more room than one error
+PROBLEM_LIMIT = {"halt-contract-changed": 600, "halt-check-changed": 600}
 
 
 def note(event: str, slug: str, open_count: int, caps: Caps, problem: str = "") -> str:

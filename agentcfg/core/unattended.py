@@ -27,6 +27,7 @@ EXIT_CODES = {
     "stopped": 14,  # a person stopped the run (`agentcfg stop`)
     "halt-roadmap-absent": 15,  # the roadmap or the run's state went wrong under the run
     "halt-contract-changed": 15,
+    "halt-check-changed": 15,
     "halt-state-unreadable": 15,
     "halt-unproven": 15,  # every step ticked, but the re-proof at the end cannot pass
     "halt-restarts": 16,  # the host kept ending early: the restart budget is spent

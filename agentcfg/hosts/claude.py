@@ -217,24 +217,30 @@ def limit_reset(output: str, now: float) -> float | None:
 
     In stream-json (`--output-format stream-json --verbose`) a `rate_limit_event` whose status
     is `rejected` carries the exact `resetsAt`, and the failed reply repeats it in
-    `api_error_params`. In text and `json` output a subscription's limit reads `You've hit your
-    5-hour limit · resets 8:51am (UTC)` (a date before the time when the reset is over a day
-    away; earlier releases printed `Claude AI usage limit reached|<epoch>`), and an API key's rate limit `API Error: Request rejected (429) · <message>`, with no
-    reset at all (then `now`).
+    `api_error_params`; only the host's own records are read, and a `result` that is not an
+    error is the model's reply, whatever its words. In text and `json` output a
+    subscription's limit reads `You've hit your 5-hour limit · resets 8:51am (UTC)` (a date
+    before the time when the reset is over a day away; earlier releases printed `Claude AI
+    usage limit reached|<epoch>`), and an API key's rate limit `API Error: Request rejected
+    (429) · <message>`, with no reset at all (then `now`). Those words are believed only from
+    a start that failed: the driver asks only then (`runners.Plain`).
     """
     import re
 
-    from agentcfg.hosts.limits import clock_time, epoch, json_records, tail, zone
+    from agentcfg.hosts.limits import clock_time, epoch, epoch_digits, json_records, tail, zone
 
     rejected, failed = None, False
     for record in json_records(output):
-        info = record.get("rate_limit_info")
+        kind = record.get("type")
+        info = record.get("rate_limit_info") if kind == "rate_limit_event" else None
         params = record.get("api_error_params")
         if isinstance(params, dict):
             info = params.get("rate_limit_info", info)
         if isinstance(info, dict) and info.get("status") == "rejected":
             rejected = epoch(info.get("resetsAt")) or rejected
-        if record.get("type") == "result":
+        if kind == "result":
+            if record.get("is_error") is not True:
+                return None  # a reply the model wrote, ending a turn that did not fail
             failed = record.get("api_error_status") == 429 or record.get("error") == "rate_limit"
             output = str(record.get("result", ""))  # the text of the ending, as `-p` prints it
     if failed and rejected:
@@ -242,7 +248,7 @@ def limit_reset(output: str, now: float) -> float | None:
     last = tail(output, 3)
     older = re.search(r"usage limit reached\|(\d+)", last)  # what earlier releases printed
     if older:
-        return epoch(int(older[1]))
+        return epoch_digits(older[1]) or now
     told = re.search(r" · resets (?P<when>[^·\n]+?) \((?P<zone>[^)\n]+)\)", last)
     if told and re.search(r"limit|out of usage", last[: told.start()], re.IGNORECASE):
         return clock_time(told["when"], now, zone(told["zone"]))

@@ -305,6 +305,6 @@ def limit_reset(output: str, now: float) -> float | None:
         return None
     told = re.search(r"retryDelayMs: (\d+)", output)
     if told:
-        return after(now, str(int(told[1]) / 1000))
+        return after(now, told[1], per=1000) or now
     told = re.search(r"Suggested retry after (\d+(?:\.\d+)?)s\b", output)
-    return after(now, told[1]) if told else now
+    return (after(now, told[1]) or now) if told else now

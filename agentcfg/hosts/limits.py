@@ -2,7 +2,9 @@
 
 Each host module's `limit_reset(output, now)` uses these: the host's own words differ, the ways
 they tell a time do not (a clock time, a date with one, seconds to wait, an epoch). A host that
-ended on a limit but told no reset gets `now` itself: the caller then backs off on its own.
+ended on a limit but told no reset gets `now` itself: the caller then backs off on its own. A
+number out of range (not finite, too many digits, past year 9999) is no reset told, never an
+error: what a host prints may be what the model wrote.
 
 Imported only by `limit_reset`, never on the stop hook's path.
 """
@@ -18,6 +20,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+LATEST = 253_402_300_799.0  # 9999-12-31T23:59:59Z: no reset told later is a time at all
+LONGEST_WAIT = 366 * 86400.0  # a wait told in seconds longer than a year is not one
 MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
 # "9am", "8:51am", "9:04 AM"; optionally after "Dec 3, ", "Dec 3rd, ", "Dec 3, 2027, "
 CLOCK = re.compile(
@@ -69,9 +73,15 @@ def clock_time(text: str, now: float, tz: tzinfo | None = None) -> float | None:
     return next((s for s in stamps if s >= now - 60), stamps[-1])
 
 
-def after(now: float, seconds: str) -> float:
-    """`now` plus a wait a host told in seconds."""
-    return now + float(seconds)
+def after(now: float, seconds: str, per: float = 1.0) -> float | None:
+    """`now` plus a wait a host told in seconds (`per`: in parts of a second, 1000 for
+    milliseconds); None when what it told is not such a wait: not a number, not finite,
+    negative, or longer than LONGEST_WAIT."""
+    try:
+        wait = float(seconds) / per
+    except (ValueError, OverflowError):
+        return None
+    return now + wait if 0 <= wait <= LONGEST_WAIT else None  # NaN fails both
 
 
 def json_records(output: str) -> Iterator[dict[str, Any]]:
@@ -88,10 +98,19 @@ def json_records(output: str) -> Iterator[dict[str, Any]]:
 
 
 def epoch(value: object) -> float | None:
-    """An epoch in seconds (or milliseconds) from a JSON number."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+    """An epoch in seconds (or milliseconds) from a JSON number; None for anything else, or a
+    number no clock holds (not finite, not after 1970, after LATEST)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value / 1000 if value > 10**11 else value)
+    if not 0 < value <= LATEST * 1000:  # NaN fails too; a huge int is never divided
+        return None
+    seconds = float(value / 1000 if value > 10**11 else value)
+    return seconds if seconds <= LATEST else None
+
+
+def epoch_digits(digits: str) -> float | None:
+    """`epoch` of a number a host printed in digits; None when it has too many to be one."""
+    return epoch(int(digits)) if len(digits) <= 16 else None
 
 
 def tail(output: str, lines: int = 8) -> str:

@@ -225,7 +225,4 @@ def limit_reset(output: str, now: float, messages: str = "") -> float | None:
     wait = headers.get("retry-after") if isinstance(headers, dict) else None
     times = replies[-1].get("time")
     ended = epoch(times.get("completed")) if isinstance(times, dict) else None
-    try:
-        return after(ended or now, str(float(wait))) if wait is not None else now
-    except ValueError:
-        return now
+    return (after(ended or now, str(wait)) or now) if wait is not None else now

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from agentcfg.errors import AgentcfgError
-from agentcfg.runners import end_group
+from agentcfg.runners import Watchdog, end_group, kill_group
 
 START_TIMEOUT = 120.0  # seconds the server has to answer after it is started
 QUIET = 10.0  # seconds of idle in a row that end a start: the plugin's hook answers within them,
@@ -66,6 +66,7 @@ class Served:
         self.binary, self.root, self.env, self.clock = binary, root, dict(env), clock
         self.headless, self.read_limit = headless, limit_reset
         self.proc: subprocess.Popen[bytes] | None = None
+        self.watchdog: Watchdog | None = None
         self.url = ""
         self.quiet_since: float | None = None
 
@@ -78,26 +79,41 @@ class Served:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.proc is not None:
+        """The server ends, its sessions' work aborted first (ABORT_WAIT at most); a second
+        Ctrl-C meanwhile kills it at once."""
+        proc, watchdog, self.proc, self.watchdog = self.proc, self.watchdog, None, None
+        if proc is None:
+            return
+        try:
             self._abort_all()
-            end_group(self.proc)
-            self.proc = None
+            end_group(proc)
+        finally:
+            kill_group(proc)
+            if watchdog is not None:
+                watchdog.release()
 
     def _abort_all(self) -> None:
         """Abort whatever the server still works on: OpenCode runs the agent's shell commands
-        in process groups of their own, which only its abort ends, not the server's end."""
+        in process groups of their own, which only its abort ends, not the server's end. All
+        of it within ABORT_WAIT, however slow the server is to answer."""
+        deadline = time.monotonic() + ABORT_WAIT
+
+        def left() -> float:
+            return max(0.1, min(REQUEST_TIMEOUT, deadline - time.monotonic()))
+
         try:
-            working = self._request("GET", "/session/status")
+            working = self._request("GET", "/session/status", timeout=left())
         except (OSError, ValueError):
             return
         if not isinstance(working, dict) or not working:
             return
         for session in working:
-            self.interrupt(session)
-        deadline = time.monotonic() + ABORT_WAIT
+            with contextlib.suppress(OSError, ValueError):
+                self._request("POST", f"/session/{urllib.parse.quote(session)}/abort", {},
+                              timeout=left())  # fmt: skip
         while time.monotonic() < deadline:
             try:
-                if not self._request("GET", "/session/status"):
+                if not self._request("GET", "/session/status", timeout=left()):
                     return
             except (OSError, ValueError):
                 return
@@ -113,6 +129,7 @@ class Served:
                 cwd=self.root, env=self.env, stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL, stderr=errors, start_new_session=True,
             )  # fmt: skip
+            self.watchdog = Watchdog(self.proc.pid)  # the server ends with a killed driver
             deadline = self.clock() + START_TIMEOUT
             while True:
                 try:
@@ -132,16 +149,20 @@ class Served:
                     )
                 time.sleep(POLL)
 
-    def _request(self, method: str, path: str, body: object = None) -> Any:
-        raw = self._raw(method, path, body)
+    def _request(
+        self, method: str, path: str, body: object = None, timeout: float = REQUEST_TIMEOUT
+    ) -> Any:
+        raw = self._raw(method, path, body, timeout)
         return json.loads(raw) if raw.strip() else None
 
-    def _raw(self, method: str, path: str, body: object = None) -> bytes:
+    def _raw(
+        self, method: str, path: str, body: object = None, timeout: float = REQUEST_TIMEOUT
+    ) -> bytes:
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(
             self.url + path, data=data, method=method, headers={"content-type": "application/json"}
         )
-        with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT) as response:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             raw: bytes = response.read()
         return raw
 
@@ -215,5 +236,9 @@ class Served:
             return ""
         return raw.decode("utf-8", "replace")
 
-    def limit_reset(self, output: str, now: float, session: str | None) -> float | None:
+    def limit_reset(
+        self, output: str, now: float, session: str | None, code: int | None
+    ) -> float | None:
+        """From the session's messages as the server keeps them (an attached run exits 0 on a
+        limit too): the provider's error on the last reply, never words the model wrote."""
         return self.read_limit(output, now, self.messages(session))

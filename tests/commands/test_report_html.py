@@ -107,3 +107,52 @@ def test_control_characters_in_the_ledger_still_make_a_page(ws: Path) -> None:
     page, data = page_and_data(ws)
     assert page.find(".//h:section", NS) is not None
     assert data["tokens"]["total"] == 5
+
+
+def test_a_page_at_a_fifo_is_written_into_it_never_replacing_it(ws: Path) -> None:
+    """A path that is not a regular file (a FIFO, a device) is written where it stands: a
+    person who names one means what it leads to, and the node itself is never replaced."""
+    import os
+    import stat
+    import threading
+
+    write_ledger(ws, TOKENED)
+    fifo = ws.parent / "page.fifo"
+    os.mkfifo(fifo)
+    result = run_cli("report", "--html", str(fifo))  # nobody reads it: one error line
+    assert result.exit_code == 1, result.output
+    assert result.output.startswith(f"agentcfg: error: cannot write {fifo}: ")
+    assert result.output.count("\n") == 1
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    read: list[bytes] = []
+    reader = threading.Thread(target=lambda: read.append(fifo.read_bytes()))
+    reader.start()
+    while not read and reader.is_alive():  # the reader opens the FIFO before the write
+        result = run_cli("report", "--html", str(fifo))
+        if result.exit_code == 0:
+            break
+    reader.join(10)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert read and read[0].startswith(b"<?xml"), read
+
+
+def test_a_page_at_a_full_device_is_one_error_line(ws: Path) -> None:
+    """`--html` at a device that refuses the write (a node like /dev/full, made here so no
+    system device is at stake): one error line and a non-zero exit, the node left standing."""
+    import os
+    import stat
+
+    import pytest
+
+    full = ws.parent / "full"
+    try:
+        os.mknod(full, stat.S_IFCHR | 0o666, os.makedev(1, 7))
+        full.open("wb").close()
+    except OSError:
+        pytest.skip("device nodes cannot be made or opened here")
+    write_ledger(ws, TOKENED)
+    result = run_cli("report", "--html", str(full))
+    assert (result.exit_code, result.output) == (
+        1, f"agentcfg: error: cannot write {full}: No space left on device\n"
+    )  # fmt: skip
+    assert stat.S_ISCHR(os.lstat(full).st_mode)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -163,3 +164,31 @@ def assert_tokens(run: Run, exact: bool = True) -> None:
         assert total == reported, run.ledger()
     else:
         assert 0 < total <= reported and reported - total <= max(run.script.reported)
+
+
+def interrupt(driver: subprocess.Popen[str], server: bool = False) -> tuple[str, str]:
+    """Ctrl-C at a running `agentcfg run` (the driver only, as a supervisor would), and what
+    it printed once it ended. The driver bounds its own shutdown: the host's process group has
+    two graces (SIGINT, then SIGTERM) before SIGKILL, and its output TAIL_WAIT more; with a
+    `server` (OpenCode's) the abort of its sessions and the server's own two graces besides.
+    The margin on top, MARGIN, is for a loaded machine (`make e2e` runs its hosts side by side):
+    the host's own shutdown starting late, and the driver's final report. Past the bound a
+    second Ctrl-C is sent, which ends everything at once, and the test fails on it."""
+    from agentcfg.driver import TAIL_WAIT
+    from agentcfg.hosts.opencode_server import ABORT_WAIT
+    from agentcfg.runners import GRACE
+
+    bound = 2 * GRACE + TAIL_WAIT + (ABORT_WAIT + 2 * GRACE if server else 0.0) + MARGIN
+    driver.send_signal(signal.SIGINT)
+    try:
+        return driver.communicate(timeout=bound)
+    except subprocess.TimeoutExpired:
+        driver.send_signal(signal.SIGINT)
+        _, stderr = driver.communicate(timeout=MARGIN)
+        raise AssertionError(
+            f"the first Ctrl-C did not end the run within {bound:.0f} s; a second did\n"
+            + stderr[-3000:]
+        ) from None
+
+
+MARGIN = 30.0  # seconds a loaded machine may add to a bound the driver keeps itself

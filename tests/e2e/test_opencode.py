@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -20,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from agentcfg.claims import session_key
-from tests.e2e.harness import CACHE, TIMEOUT
+from tests.e2e.harness import CACHE, TIMEOUT, interrupt
 from tests.e2e.limits import Limit
 from tests.e2e.more_hosts import AGENTCFG, events, host_binary, ledger, ticked, workspace
 from tests.e2e.openai_model import USAGE, Script, serve
@@ -309,8 +308,7 @@ def test_ctrl_c_at_agentcfg_run_leaves_no_opencode_process(tmp_path: Path) -> No
             time.sleep(0.2)
         assert any(" serve " in p for p in host_processes(root))  # the run's server, and
         assert any(" run --attach " in p for p in host_processes(root))  # its attached start
-        driver.send_signal(signal.SIGINT)  # the driver only, as a supervisor would
-        stdout, stderr = driver.communicate(timeout=60)
+        stdout, stderr = interrupt(driver, server=True)  # the driver's bound, a stated margin
     finally:
         model.shutdown()
     assert driver.returncode == 130, stderr

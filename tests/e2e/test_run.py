@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -22,7 +21,7 @@ import pytest
 from agentcfg.claims import session_key
 from tests.e2e import more_hosts, openai_model
 from tests.e2e.fake_model import Script, serve
-from tests.e2e.harness import AGENTCFG, SLUG, TIMEOUT, agentcfg, binary, project
+from tests.e2e.harness import AGENTCFG, SLUG, TIMEOUT, agentcfg, binary, interrupt, project
 from tests.e2e.limits import Limit
 from tests.e2e.test_codex import CONFIG
 
@@ -302,8 +301,7 @@ def test_ctrl_c_leaves_no_host_process_and_a_whole_ledger(tmp_path: Path) -> Non
         while not any("time.sleep(300)" in p for p in host_processes(root)):
             assert driver.poll() is None and time.monotonic() < deadline, driver.communicate()
             time.sleep(0.2)
-        driver.send_signal(signal.SIGINT)  # the driver only, as a supervisor would
-        stdout, stderr = driver.communicate(timeout=60)
+        stdout, stderr = interrupt(driver)  # within the driver's bound, and a stated margin
     assert driver.returncode == 130, stderr
     assert host_processes(root) == []
     assert json.loads(stdout)["ending"] == "interrupted"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.hostile.conftest import agent_env, env_of
-from tests.hostile.harness import SESSION, fire_hostile, payload, run_hostile
+from tests.hostile.harness import fire_hostile, payload, run_hostile
 
 ESCAPES = "\x1b[31m\x07\x9b2J\u202e"
 CONTROLS = ("\x1b", "\x07", "\x9b", "\u202e")
@@ -106,12 +106,56 @@ def test_a_hand_written_marker_shows_no_control_character(claimed: Path) -> None
     assert not any(c in refused.stderr for c in CONTROLS), refused.stderr
 
 
-def test_a_file_in_place_of_the_stops_folder_is_a_clear_error(claimed: Path) -> None:
-    shutil.rmtree(claimed / "state" / "stops", ignore_errors=True)
-    (claimed / "state" / "stops").write_text("not a folder")
-    for args in (["stop", "demo"], ["resume", "demo"], ["stop", "--all"]):
-        failed = run_hostile(claimed, args, 1)
-        assert failed.stderr.startswith("agentcfg: error: ") and "stops" in failed.stderr
-        assert len(failed.stderr.splitlines()) == 1, failed.stderr
-    assert SESSION  # the claim stands; the fire below still reads it
-    fire_hostile(claimed, payload(claimed))
+@pytest.mark.parametrize("what", ["file", "link", "lock-folder", "lock-link", "lock-held"])
+def test_nothing_in_the_workspace_defeats_the_persons_stop(claimed: Path, what: str) -> None:
+    """What the agent can put under state/ (a file or a link in place of the stops folder, a
+    folder or a link in place of the roadmap's stop lock, a process holding that lock) is
+    moved aside or waited past: the person's stop is written, the run stops, and resume
+    lifts it."""
+    import fcntl
+
+    stops = claimed / "state" / "stops"
+    shutil.rmtree(stops, ignore_errors=True)
+    held = None
+    if what == "file":
+        stops.write_text("not a folder")
+    elif what == "link":
+        stops.symlink_to(claimed.parent)
+    else:
+        stops.mkdir(mode=0o700)
+        lock = stops / "demo.lock"
+        if what == "lock-folder":
+            lock.mkdir()
+        elif what == "lock-link":
+            lock.symlink_to(claimed.parent / "elsewhere")
+        else:
+            held = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+            fcntl.flock(held, fcntl.LOCK_EX)
+    try:
+        stopped = run_hostile(claimed, ["stop", "demo"], 0, env=env_of(claimed), seconds=15)
+        assert stopped.stdout.startswith("stopped roadmap `demo` (by terminal)"), stopped.stdout
+        assert json.loads(stop_marker(claimed).read_text())["by"] == "terminal"
+        run_hostile(claimed, ["resume", "demo"], 0, env=env_of(claimed), seconds=15)
+        assert not stop_marker(claimed).exists()
+        again = run_hostile(claimed, ["stop", "--all"], 0, env=env_of(claimed), seconds=15)
+        assert "stopped roadmap `demo`" in again.stdout
+    finally:
+        if held is not None:
+            os.close(held)
+    fire_is_stopped(claimed)  # and once the agent lets its lock go, the hook tells the session
+    assert not (claimed.parent / "elsewhere").exists()  # nothing was written through a link
+
+
+def test_a_session_id_with_a_newline_or_escape_is_recorded_escaped(claimed: Path) -> None:
+    """Who stopped a run is kept on one line, whatever the session variable holds: a newline
+    in it would forge a second line of the ledger's readers and of the person's terminal."""
+    env = env_of(claimed, CLAUDE_CODE_SESSION_ID="p\nforged: line\x1b[31m")
+    shown = run_hostile(claimed, ["stop", "demo"], 0, env=env)
+    assert shown.stdout.splitlines()[0] == (
+        "stopped roadmap `demo` (by p\\u000aforged: line\\u001b[31m)"
+    )
+    by = json.loads(stop_marker(claimed).read_text())["by"]
+    assert by == "p\\u000aforged: line\\u001b[31m"
+    lines = (claimed / "state" / "run-continuation.jsonl").read_text().splitlines()
+    requested = [json.loads(line) for line in lines if '"stop-requested"' in line]
+    assert [e["by"] for e in requested] == [by]

@@ -97,3 +97,17 @@ def test_a_ledger_of_many_runs_keeps_only_the_newest(ws: Path) -> None:
     tail.read()
     assert len(tail.last) <= watch.RUNS_KEPT and len(tail.tokens) <= watch.RUNS_KEPT
     assert ("r29999", "demo") in tail.last  # the newest runs are the ones kept
+
+
+def test_link_markup_and_escapes_in_step_text_are_shown_as_written(ws: Path) -> None:
+    """`watch --once` as a person runs it: link markup and an OSC 8 hyperlink in a step's text
+    come out as the characters written, never as a link or a style."""
+    write_roadmap(
+        ws, "evil", "## Phase 1\n- [ ] **1.1** [link=x]go[/link] \x1b]8;;y\x1b\\\n"
+    )  # fmt: skip
+    claims.claim(Workspace(ws), "session-one", "evil", now=T0)
+    shown = watch_once(ws)
+    assert shown.returncode == 0, shown.stderr
+    assert not any(raw in shown.stdout for raw in RAW)
+    for written in ("[link=x]", "go[/link]", "\\u001b]8;;y\\u001b\\"):  # wrapped in its cell
+        assert written in shown.stdout, shown.stdout

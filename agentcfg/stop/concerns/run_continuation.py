@@ -23,7 +23,7 @@ from agentcfg.core.texts import (
     stopped,
 )
 from agentcfg.errors import StateError
-from agentcfg.paths import FINALS
+from agentcfg.paths import CHECKS, FINALS
 from agentcfg.stop.context import HookContext
 from agentcfg.stop.dispatch import ALLOW, Verdict
 
@@ -67,6 +67,7 @@ class RunContinuation:
             reply=ctx.reply_key,
             open_ids=open_ids,
             changed=roadmap is not None and _halts_on_change(ctx),
+            checks=_refused_checks(ctx, claim.slug) if roadmap is not None else (),
             blocked=blocked,
             now=ctx.now,
             deferred=refused == ctx.reply_key,
@@ -168,7 +169,12 @@ class RunContinuation:
     ) -> Verdict:
         """Record an allowing event with the fire's tokens; the verdict carries the line the
         person is told, if any."""
-        changes = _changes(ctx) if event == "halt-contract-changed" else None
+        if event == "halt-contract-changed":
+            changes: list[str] | None = _changes(ctx)
+        elif event == "halt-check-changed":
+            changes = list(_refused_checks(ctx, claim.slug))
+        else:
+            changes = None
         extra: dict[str, object] = {} if changes is None else {"changes": changes}
         ctx.log(
             event, iterations=run.iterations, reply=ctx.reply_key, tokens=tokens,
@@ -264,6 +270,24 @@ def _changes(ctx: HookContext) -> list[str]:
         return [f"the run's contract record {shown} is {problem}"]
     judged = ctx.judgement
     return [c.describe() for c in judged.changes] if judged else []
+
+
+def _refused_checks(ctx: HookContext, slug: str) -> tuple[str, ...]:
+    """`step: files` for each step `roadmap done` refused because its check changed since a
+    person trusted it (state/checks/<slug>.json); a fleet member answers for its own step."""
+    found = state.read_json(ctx.ws.state / CHECKS / f"{slug}.json")
+    steps = found.get("steps") if found is not None else None
+    if not isinstance(steps, dict):
+        return ()
+    member = ctx.member
+    told = []
+    for step, refused in steps.items():
+        files = refused.get("files") if isinstance(refused, dict) else None
+        if member is not None and step != member.step:
+            continue
+        if isinstance(files, list):
+            told.append(f"step {step}: {', '.join(str(f) for f in files)}")
+    return tuple(told)
 
 
 def _proven(ctx: HookContext) -> dict[str, int]:
