@@ -274,7 +274,13 @@ class _Driver:
                     return self.finish(plan.finish("complete"), decided_here=ending is None)
                 failed = frozenset(step for step, _why in self.reproof.failed)
                 was = None if before is None else frozenset(f for f, _ in before.failed)
-                action = plan.after_reproof(self.progress, failed, was, clock.now(), policy)
+                closable = any(
+                    why != "not trusted" and not why.startswith("check changed")
+                    for _step, why in self.reproof.failed
+                )
+                action = plan.after_reproof(
+                    self.progress, failed, was, clock.now(), policy, closable
+                )
                 if action.kind == "finish":
                     return self.finish(action, decided_here=True)
                 ended = plan.Ended(code=ran.code, ending=None, progressed=True)

@@ -192,9 +192,6 @@ def _outcome(
     """Whether one step passes again on the tree as it is, and why not."""
     if step.mark != "done":
         return False, "blocked" if step.blocked and step.mark == "open" else step.mark
-    files = changed(step) if changed is not None else ()
-    if files:
-        return False, "check changed: " + ", ".join(files)
     newest = deciding(receipts, ids, text_hash(step.text), command_hash(step.verify), 0.0)
     if newest is None or not newest.passed:  # a tick without a receipt never counts
         return False, "no receipt"
@@ -202,6 +199,9 @@ def _outcome(
         return True, ""
     if known is None or known.get(step.id) != trust.digest(step.verify):
         return False, "not trusted"
+    files = changed(step) if changed is not None else ()
+    if files:
+        return False, "check changed: " + ", ".join(files)
     result = ran.get(step.verify)
     if result is None:
         result = ran[step.verify] = run(step, root, timeout)

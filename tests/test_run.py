@@ -111,6 +111,8 @@ def test_a_failed_re_proof_carries_the_run_on_until_the_same_steps_fail_it_again
     assert (same.ending, same.exit_code) == ("halt-unproven", 15)
     spent = plan.after_reproof(Progress(3, 2), failed, None, NOW, Policy(max_restarts=2))
     assert spent.ending == "halt-restarts"
+    untrusted = plan.after_reproof(Progress(1), failed, None, NOW, Policy(), closable=False)
+    assert untrusted.ending == "halt-unproven"  # nothing the agent can mend: no restart
 
 
 def test_the_restart_budget_spent_halts() -> None:

@@ -141,3 +141,13 @@ def test_a_run_whose_steps_pass_again_ends_complete_with_the_re_proofs_time(ws: 
     assert "agentcfg run: complete — roadmap `c` (exit 0)" in ran.stdout
     assert "  re-proof 3 steps in " in ran.stdout
     assert cli_process(ws, "roadmap", "audit", "c").returncode == 0
+
+
+def test_a_re_proof_no_agent_can_mend_ends_at_once(ws: Path) -> None:
+    env = setup(ws, "tick+ended")
+    (ws.parent / "home" / ".local" / "state" / "agentcfg" / "trust.json").unlink()
+    ran = cli_process(ws, "run", "c", "--host", "claude", "--json", **env)
+    assert ran.returncode == 15, ran.stderr
+    result = json.loads(ran.stdout)
+    assert result["reproof"]["failed"] == [[s, "not trusted"] for s in ("1.1", "1.2", "1.3")]
+    assert starts(ws) == 1  # no host start can make a line trusted: a person's turn

@@ -200,11 +200,13 @@ def after_reproof(
     before: frozenset[str] | None,
     now: float,
     policy: Policy,
+    closable: bool = True,
 ) -> Action:
     """The run read as finished, and the re-proof at its end failed `failed` (and reopened
-    what was ticked): the host carries the run on, unless the same steps failed the re-proof
-    before it too (`before`) and nothing closed between, or the restart budget is spent."""
-    if failed == before:
+    what was ticked): the host carries the run on, unless no failure is the agent's to mend
+    (`closable` False: a line no person trusted, a check changed since trust), the same steps
+    failed the re-proof before it too (`before`), or the restart budget is spent."""
+    if not closable or failed == before:
         return finish("halt-unproven")
     if progress.restarts >= policy.max_restarts:
         return finish("halt-restarts")
