@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agentcfg import contract, finals, loading, state, trust, verify
+from agentcfg import contract, finals, loading, trust, verify
 from agentcfg.config import load_config
 from agentcfg.core.contract import Receipt, command_hash, deciding, matched, text_hash
 from agentcfg.core.evidence import WORDS
@@ -111,9 +111,7 @@ def audit(ws: Workspace, slug: str, env: Mapping[str, str], rerun: bool = False)
 def _receipts(ws: Workspace, slug: str) -> list[tuple[Receipt, dict[str, Any]]]:
     """Every receipt of the roadmap (the final re-proof's entries too), read as the hook reads
     them, each with the fields it was written with."""
-    data = state.read_json(contract.receipts_path(ws, slug), limit=4 * state.STATE_FILE_LIMIT)
-    listed = data.get("receipts") if data is not None else None
-    items = [r for r in listed if isinstance(r, dict)] if isinstance(listed, list) else []
+    items = contract.receipt_items(ws, slug)
     # the final record first: where receipts are kept it repeats some, and those after it are newer
     items = finals.as_receipts(finals.read_final(ws, slug)) + items
     read = ((contract.receipt_of(item), item) for item in items)

@@ -165,6 +165,70 @@ class ClaimResult(Record):
     replaced: Claim | None  # this session's earlier claim
     displaced: tuple[Claim, ...]  # peers' claims taken over with --force
     cut: tuple[str, ...] = ()  # budgets cut to their limits, said plainly
+    kept: bool = False  # claimed again inside the session: its run goes on as it was
+
+
+def is_over(run: RunState | None) -> bool:
+    """The run ended with its work done (complete, or only blocked steps left), not halted:
+    a session may go on to another roadmap from inside only then."""
+    return run is not None and run.ended is not None and run.halted is None
+
+
+def _left_runs(ws: Workspace, key: str) -> list[tuple[str, RunState | None]]:
+    """The runs this session keeps without a claim (released from inside), by roadmap."""
+    folder = ws.state / RUNS
+    try:
+        names = sorted(n for n in os.listdir(folder) if n.startswith(f"{key}-"))[:1000]
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        if name.endswith(".json"):
+            data = state.read_json(folder / name)
+            run = RunState.from_json(data) if data is not None else None
+            found.append((name[len(key) + 1 : -5], run))
+    return found
+
+
+def _inside(ws: Workspace, key: str, slug: str, held: Claim | None, force: bool) -> None:
+    """ClaimError for what a session may not do to its own run from inside: start it afresh
+    (after releasing it there), move it to another roadmap before it is over, or take a
+    roadmap over from another session. Only a person does these, from their own terminal."""
+    run = read_run(ws, held) if held is not None else None
+    if held is not None and held.slug != slug and not is_over(run):
+        raise ClaimError(
+            f"this session's run on `{held.slug}` is not over ({shown_run(run)}): claiming "
+            f"`{slug}` from inside the session would start a fresh run; only a person does, "
+            f"from their own terminal (`agentcfg sessions release --session {held.session_id}`)"
+        )
+    if held is None:
+        for left_slug, left in _left_runs(ws, key):
+            if not is_over(left):
+                raise ClaimError(
+                    f"this session released its run on `{left_slug}` from inside and it is "
+                    f"not over ({shown_run(left)}): only a person starts a fresh run, from their "
+                    "own terminal (`agentcfg sessions release --session <id>`)"
+                )
+    if force:
+        raise ClaimError(FORCE_INSIDE)
+
+
+FORCE_INSIDE = (
+    "--force takes a roadmap over from another session: a person's decision, never made "
+    "from inside an agent's session; run it from your own terminal"
+)
+
+
+def shown_run(run: RunState | None) -> str:
+    """A run in a few words: its iterations, and its halt or ending."""
+    if run is None:
+        return "its state is missing or unreadable"
+    said = f"{run.iterations} iterations"
+    if run.halted:
+        said += f", halted: {run.halted}"
+    elif run.ended:
+        said += f", {run.ended}"
+    return said
 
 
 def claim(
@@ -178,10 +242,15 @@ def claim(
     wall_clock: float | None = None,
     token: str | None = None,
     max_tokens: int | None = None,
+    inside: bool = False,
 ) -> ClaimResult:
     """Bind a session to a roadmap and start a fresh run; refuse a peer's live claim.
 
-    A claim that fails on the way changes nothing: peers lose theirs only once it is made.
+    `inside`: the claim comes from inside the session (its own shell, or a pending claim made
+    there that its turn end adopts). Then a claim on the roadmap it holds keeps the run as it
+    is (counts, budget, contract: `kept`), and what would reset or widen the run is refused
+    (see `_inside`). A claim that fails on the way changes nothing: peers lose theirs only
+    once it is made.
     """
     check_session(session_id)
     slug = ws.canonical(slug)  # the roadmap must exist; an alias claims the file it names
@@ -189,8 +258,12 @@ def claim(
     new = Claim(slug, session_id, now, max_iterations, wall_clock, max_tokens)
     roadmap = _readable(ws, slug)  # parsed before the lock: the lock is held briefly
     with state.locked(claims_dir(ws) / ".lock"):
-        peers = _live_peers(ws, slug, session_id, now, force)
         replaced = read_claim(ws, new.key)
+        if inside and replaced is not None and replaced.slug == slug:
+            return _keep(ws, replaced, now, token, cut)
+        if inside:
+            _inside(ws, new.key, slug, replaced, force)
+        peers = _live_peers(ws, slug, session_id, now, force, inside)
         run = run_path(ws, new.key, slug)
         with state.locked(run.with_suffix(".lock")):
             state.write_json(run, RunState.fresh(now).to_json())
@@ -214,6 +287,24 @@ def claim(
     )
     state.append_ledger(ws.state, claimed)
     return ClaimResult(new, replaced, tuple(peers), cut)
+
+
+def _keep(
+    ws: Workspace, held: Claim, now: float, token: str | None, cut: tuple[str, ...]
+) -> ClaimResult:
+    """The session claimed the roadmap it holds again from inside: nothing changes."""
+    run = read_run(ws, held)
+    kept = state.event(
+        "claim-kept",
+        now,
+        held.key,
+        held.slug,
+        iterations=run.iterations if run else None,
+        halted=run.halted if run else None,
+        **({"pending": pending_name(token)[:-5]} if token else {}),
+    )
+    state.append_ledger(ws.state, kept)
+    return ClaimResult(held, held, (), cut, kept=True)
 
 
 def _readable(ws: Workspace, slug: str) -> Roadmap | None:
@@ -240,9 +331,15 @@ def clamp_budget(
 
 
 def _live_peers(
-    ws: Workspace, slug: str, session_id: str | None, now: float, force: bool
+    ws: Workspace,
+    slug: str,
+    session_id: str | None,
+    now: float,
+    force: bool,
+    inside: bool = False,
 ) -> list[Claim]:
-    """Other sessions' live claims on `slug`; ClaimError when there are some and no `force`."""
+    """Other sessions' live claims on `slug`; ClaimError when there are some and no `force`
+    (from `inside` an agent's session, never a hint to force it)."""
     peers = [
         c
         for c in all_claims(ws)
@@ -250,26 +347,46 @@ def _live_peers(
     ]
     if peers and not force:
         age = format_duration(now - peers[0].claimed_at)
+        hint = (
+            "if that is this session, its run goes on as it was; taking it over from "
+            "another is a person's decision"
+            if inside
+            else "pass --force to take it over"
+        )
         raise ClaimError(
-            f"roadmap `{slug}` is claimed by session {peers[0].session_id} ({age} ago); "
-            "pass --force to take it over"
+            f"roadmap `{slug}` is claimed by session {peers[0].session_id} ({age} ago); {hint}"
         )
     return peers
+
+
+def check_peers(
+    ws: Workspace,
+    slug: str,
+    session_id: str | None,
+    now: float,
+    force: bool = False,
+    inside: bool = False,
+) -> None:
+    """ClaimError when another session's live claim on `slug` would refuse this one's
+    (`session_id` None: any live claim); checked before a claim's work, changing nothing."""
+    _live_peers(ws, slug, session_id, now, force, inside)
 
 
 def release(ws: Workspace, session_id: str, *, now: float, inside: bool = False) -> Claim | None:
     """Remove this session's claim and its run state; the claim that was removed, if any.
 
-    `inside`: the command ran in the claimed session's own shell, so the agent ended its run.
+    `inside`: the command ran in an agent's session, so the agent ended its run: the claim
+    goes and the run's state stays, so that claiming again from inside cannot start the run
+    afresh. From a person's terminal the run goes too, with any a release from inside kept.
     """
     check_session(session_id)
     key = session_key(session_id)
     with state.locked(claims_dir(ws) / ".lock"):
         found = read_claim(ws, key)
-        if found is not None:
-            _drop(ws, found)
-        else:
-            state.remove(claim_path(ws, key))
+        state.remove(claim_path(ws, key))
+        if not inside:
+            for left_slug, _ in _left_runs(ws, key):
+                state.remove(run_path(ws, key, left_slug))
     if found is not None:
         released = state.event("released", now, key, found.slug, inside_session=inside)
         state.append_ledger(ws.state, released)
@@ -296,6 +413,7 @@ class Pending(Record):
     max_iterations: int | None = None
     wall_clock: float | None = None
     max_tokens: int | None = None
+    inside: bool = False  # made in an agent's session: it binds as a claim from inside
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -305,6 +423,7 @@ class Pending(Record):
             "max_iterations": self.max_iterations,
             "wall_clock": self.wall_clock,
             "max_tokens": self.max_tokens,
+            "inside": self.inside,
         }
 
 
@@ -330,12 +449,16 @@ def claim_pending(
     max_iterations: int | None = None,
     wall_clock: float | None = None,
     max_tokens: int | None = None,
+    inside: bool = False,
 ) -> Pending:
-    """Record a claim for the session whose next turn end shows the printed token."""
+    """Record a claim for the session whose next turn end shows the printed token; `inside`:
+    made in an agent's session, it binds as `claim(..., inside=True)` does."""
     import secrets  # loads hashlib, which the stop hook's lean path does without
 
     slug = ws.canonical(slug)  # the roadmap must exist; an alias claims the file it names
-    _live_peers(ws, slug, None, now, force)
+    if inside and force:
+        raise ClaimError(FORCE_INSIDE)
+    _live_peers(ws, slug, None, now, force, inside)
     made = Pending(
         TOKEN_PREFIX + secrets.token_hex(8),
         slug,
@@ -344,6 +467,7 @@ def claim_pending(
         max_iterations,
         wall_clock,
         max_tokens,
+        inside,
     )
     clean_pending(ws, now)
     state.write_json(pending_dir(ws) / pending_name(made.token), made.to_json())
@@ -387,7 +511,16 @@ def _pending_from_json(data: dict[str, Any]) -> Pending | None:
     max_tokens = data.get("max_tokens")
     if max_tokens is not None and type(max_tokens) is not int:
         return None
-    return Pending("", slug, at, data.get("force") is True, max_iterations, wall_clock, max_tokens)
+    return Pending(
+        "",
+        slug,
+        at,
+        data.get("force") is True,
+        max_iterations,
+        wall_clock,
+        max_tokens,
+        data.get("inside") is True,
+    )
 
 
 def _read_pending(path: Path, now: float) -> Pending | None:
@@ -461,6 +594,7 @@ def adopt(
         wall_clock=latest.wall_clock,
         max_tokens=latest.max_tokens,
         token=latest.token,
+        inside=latest.inside,
     )
     return made.claim
 

@@ -4,10 +4,17 @@ roadmap's steps under state/receipts/ (the ledger's `verified` events, indexed f
 The record carries a digest of its own content: a record edited by hand, like one that is
 missing or unreadable, is named as such and halts the run. Only the interpreter's own modules
 load here: the stop hook reads both files on every fire of a claimed run.
+
+Both grow with the roadmap's steps, never with its verify runs: a record holds each step in
+about 100 bytes, and the receipts keep, for each step's text and verify line, its newest
+passing receipt and its newest one; receipts no step nor contract holds any more are kept
+only as the newest RECEIPTS_KEPT. A record is read up to state.RECORD_LIMIT, the receipts up
+to RECEIPTS_LIMIT (docs/architecture.md, section 6).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -18,6 +25,8 @@ from agentcfg.core.contract import (
     Receipt,
     Term,
     baseline,
+    by_text,
+    command_hash,
     from_json,
     grown,
     proven,
@@ -26,19 +35,23 @@ from agentcfg.core.contract import (
 )
 from agentcfg.core.digest import sha256_hex
 from agentcfg.core.times import parse_iso
+from agentcfg.errors import StateError
 from agentcfg.paths import CONTRACTS, RECEIPTS, STATE
 from agentcfg.workspace import Workspace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for every import
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from contextlib import AbstractContextManager
     from typing import Any
 
     from agentcfg.core.roadmap import Roadmap
 
-VERSION = 1
-RECEIPTS_KEPT = 1000  # per roadmap: the newest are kept, older ones stay in the ledger
+VERSION = 2  # 2: compact, each step a list; a record of version 1 is read the same
+READABLE = (1, 2)
+RECEIPTS_KEPT = 1000  # receipts of texts and verify lines nothing holds any more: the newest
+# a receipt takes about 390 bytes: one each for some 60,000 steps, the hook reads them in time
+RECEIPTS_LIMIT = 3 * state.RECORD_LIMIT
 
 
 def path_of(ws: Workspace, key: str, slug: str) -> Path:
@@ -60,9 +73,9 @@ def read(ws: Workspace, key: str, slug: str) -> tuple[Contract | None, str]:
     path = path_of(ws, key, slug)
     if not (path.exists() or path.is_symlink()):
         return None, "missing"
-    data = state.read_json(path)
+    data = state.read_json(path, limit=state.RECORD_LIMIT)
     body = data.get("contract") if data is not None else None
-    if not isinstance(body, dict) or data is None or data.get("version") != VERSION:
+    if not isinstance(body, dict) or data is None or data.get("version") not in READABLE:
         return None, "unreadable"
     found = from_json(body)
     if found is None:
@@ -75,7 +88,8 @@ def read(ws: Workspace, key: str, slug: str) -> tuple[Contract | None, str]:
 def write(ws: Workspace, key: str, slug: str, contract: Contract) -> None:
     body = to_json(contract)
     record = {"version": VERSION, "slug": slug, "contract": body, "digest": _digest(body)}
-    state.write_json(path_of(ws, key, slug), record)
+    # never larger than `read` takes: a claim of too long a roadmap fails, and says so
+    state.write_json(path_of(ws, key, slug), record, compact=True, limit=state.RECORD_LIMIT)
 
 
 def lock(ws: Workspace, key: str, slug: str) -> AbstractContextManager[None]:
@@ -102,13 +116,13 @@ def start(ws: Workspace, key: str, slug: str, roadmap: Roadmap, now: float) -> C
     again does not drop a step, nor turn an autonomous run into one nobody judges.
     """
     fresh = baseline(roadmap, now)
-    receipts = read_receipts(ws, slug)
+    receipts = by_text(read_receipts(ws, slug))
     have = {t.text for t in fresh.terms}
     carried: list[Term] = []
     mode = fresh.mode
     for other, _ in records(ws, slug):
         old, _problem = read(ws, other, slug)
-        left = [t for t in old.terms if not proven(t, receipts)] if old else []
+        left = [t for t in old.terms if not proven(t, receipts.get(t.text, ()))] if old else []
         if old is not None and left and old.autonomous:
             mode = old.mode
         for term in left:
@@ -122,7 +136,10 @@ def start(ws: Workspace, key: str, slug: str, roadmap: Roadmap, now: float) -> C
 
 
 def join(ws: Workspace, key: str, slug: str, joining: tuple[Term, ...]) -> None:
-    """Steps the agent added join the run's contract (scope may grow, never shrink)."""
+    """Steps the agent added join the run's contract (scope may grow, never shrink).
+
+    A contract at its size limit takes no more: they stay open work all the same, the run
+    goes on, and the record stays one the hook can read."""
     with lock(ws, key, slug):
         found, _ = read(ws, key, slug)
         if found is None:
@@ -130,7 +147,8 @@ def join(ws: Workspace, key: str, slug: str, joining: tuple[Term, ...]) -> None:
         known = {t.text for t in found.terms}
         new = tuple(t for t in joining if t.text not in known)
         if new:
-            write(ws, key, slug, grown(found, new))
+            with contextlib.suppress(state.TooLarge):
+                write(ws, key, slug, grown(found, new))
 
 
 def warn(ws: Workspace, key: str, slug: str, keys: tuple[str, ...]) -> None:
@@ -145,7 +163,7 @@ def warn(ws: Workspace, key: str, slug: str, keys: tuple[str, ...]) -> None:
 def rebaseline(ws: Workspace, slug: str, roadmap: Roadmap, live: set[str], now: float) -> int:
     """A person accepted the roadmap as it is: every live run's contract starts again from it,
     keeping its steps that are ticked but unproven; records of ended runs are dropped."""
-    receipts = read_receipts(ws, slug)
+    receipts = by_text(read_receipts(ws, slug))
     count = 0
     for key, path in list(records(ws, slug)):
         if key not in live:
@@ -159,7 +177,9 @@ def rebaseline(ws: Workspace, slug: str, roadmap: Roadmap, live: set[str], now: 
             kept = tuple(
                 t
                 for t in (old.terms if old else ())
-                if t.text in ticked and t.text not in have and not proven(t, receipts)
+                if t.text in ticked
+                and t.text not in have
+                and not proven(t, receipts.get(t.text, ()))
             )
             write(ws, key, slug, Contract(roadmap.mode, now, fresh.terms + kept))
         count += 1
@@ -173,10 +193,23 @@ def receipts_path(ws: Workspace, slug: str) -> Path:
     return ws.state / RECEIPTS / f"{slug}.json"
 
 
-def read_receipts(ws: Workspace, slug: str) -> tuple[Receipt, ...]:
-    data = state.read_json(receipts_path(ws, slug), limit=4 * state.STATE_FILE_LIMIT)
+def receipt_items(ws: Workspace, slug: str) -> list[dict[str, Any]]:
+    """The roadmap's receipts as stored, oldest first: each the fields of its `verified` event;
+    none when the file is missing or cannot be read."""
+    return _stored(receipts_path(ws, slug)) or []
+
+
+def _stored(path: Path) -> list[dict[str, Any]] | None:
+    """The receipts in `path`; [] when there is no such file, None when it cannot be read."""
+    data = state.read_json(path, limit=RECEIPTS_LIMIT)
     listed = data.get("receipts") if data is not None else None
-    return tuple(r for r in map(receipt_of, listed if isinstance(listed, list) else ()) if r)
+    if not isinstance(listed, list):
+        return None if os.path.lexists(path) else []
+    return [r for r in listed if isinstance(r, dict)]
+
+
+def read_receipts(ws: Workspace, slug: str) -> tuple[Receipt, ...]:
+    return tuple(r for r in map(receipt_of, receipt_items(ws, slug)) if r)
 
 
 def receipt_of(item: object) -> Receipt | None:
@@ -192,11 +225,65 @@ def receipt_of(item: object) -> Receipt | None:
     return Receipt(step, text, command, code, at, item.get("final") is True)
 
 
-def add_receipt(ws: Workspace, slug: str, fields: dict[str, Any]) -> None:
-    """Index one receipt (the fields of its `verified` event) for the roadmap's runs."""
+def add_receipt(ws: Workspace, slug: str, fields: dict[str, Any], roadmap: Roadmap) -> None:
+    """Index one receipt (the fields of its `verified` event) for the roadmap's runs.
+
+    For each step (by its id), text and verify line, its newest passing receipt and its newest
+    receipt stay, and every older one of theirs goes. Those of the newest RECEIPTS_KEPT texts and verify
+    lines stay whatever holds them; beyond those, only the ones a step of `roadmap` or any
+    run's contract on it holds: what proves a step is never dropped. The ledger keeps all."""
+
+    def held() -> set[tuple[str, str | None]]:
+        found = {(text_hash(s.text), command_hash(s.verify)) for s in roadmap.steps}
+        for key, _path in records(ws, slug):
+            made, _problem = read(ws, key, slug)
+            found.update((t.text, command_hash(t.verify)) for t in (made.terms if made else ()))
+        return found
+
     path = receipts_path(ws, slug)
     with state.locked(path.with_suffix(".lock")):
-        data = state.read_json(path, limit=4 * state.STATE_FILE_LIMIT) or {}
-        listed = data.get("receipts")
-        kept = listed if isinstance(listed, list) else []
-        state.write_json(path, {"receipts": [*kept, fields][-RECEIPTS_KEPT:]}, compact=True)
+        stored = _stored(path)
+        if stored is None:  # never written over: every step's proof would go with it
+            raise StateError(
+                f"{STATE}/{RECEIPTS}/{slug}.json cannot be read (odd, or larger than "
+                f"{RECEIPTS_LIMIT >> 20} MiB); move it away to keep receipts again"
+            )
+        kept = _kept([*stored, fields], held)
+        state.write_json(path, {"receipts": kept}, compact=True, limit=RECEIPTS_LIMIT)
+
+
+def _kept(
+    items: list[dict[str, Any]], held: Callable[[], set[tuple[str, str | None]]]
+) -> list[dict[str, Any]]:
+    """Of `items` (oldest first), the receipts `add_receipt` keeps, in the same order.
+
+    `held()`, the texts and verify lines that steps and contracts hold, is asked only when
+    there are more than RECEIPTS_KEPT of them to keep: it reads every contract record."""
+    newest: set[tuple[object, str, str | None]] = set()  # by step: twins each keep their own
+    passing: set[tuple[object, str, str | None]] = set()
+    others: set[tuple[str, str | None]] = set()
+    holding: set[tuple[str, str | None]] | None = None
+    kept: list[dict[str, Any]] = []
+    for item in reversed(items):
+        text, command, code = item.get("text"), item.get("command"), item.get("exit_code")
+        if not isinstance(text, str) or not isinstance(command, (str, type(None))):
+            continue
+        key = (text, command)
+        mine = (item.get("step"), text, command)
+        # as Receipt.passed: a re-proof's failing receipt is no pass, whatever the step has
+        passed = code == 0 or (command is None and item.get("final") is not True)
+        first, first_passing = mine not in newest, passed and mine not in passing
+        newest.add(mine)
+        if passed:
+            passing.add(mine)
+        if not (first or first_passing):
+            continue  # an older receipt of a text and verify line that has a newer one
+        if key not in others and len(others) >= RECEIPTS_KEPT:
+            holding = held() if holding is None else holding
+            if key not in holding:
+                continue
+        elif holding is None or key not in holding:
+            others.add(key)
+        kept.append(item)
+    kept.reverse()
+    return kept

@@ -68,5 +68,9 @@ class LeaseError(AgentcfgError):
     """A step lease cannot be read, taken or given back."""
 
 
+class LeaseHeld(LeaseError):
+    """Every step asked for is another member's for now: once its lease runs out it may not be."""
+
+
 class IntegrationError(AgentcfgError):
     """A fleet member's branch cannot be merged into the fleet's branch."""

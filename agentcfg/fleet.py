@@ -3,17 +3,28 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Mapping
 
-from agentcfg import loading, state
+from agentcfg import claims, loading, state
 from agentcfg.core.roadmap import Roadmap, Step, scan
 from agentcfg.core.times import iso
-from agentcfg.errors import LeaseError, StepError
-from agentcfg.leases import TTL, Lease, Store, machine_name
+from agentcfg.errors import AgentcfgError, LeaseError, LeaseHeld, StepError
+from agentcfg.leases import TTL, Lease, Store, machine_name, name_ok
 from agentcfg.membership import Membership, forget, read_membership, remember
+from agentcfg.paths import LOCKS
 from agentcfg.verify import find_step
 from agentcfg.workspace import Workspace
 
 AUTO = "auto"
+CLAIM_WAIT = 120.0  # claims with --step in one workspace queue: each may take a lease on a remote
+# set by `run --agents` for each member's host, so its agent's commands know they work in a fleet
+# on that roadmap even when the workspace's membership file is gone
+MEMBER_ENV = "AGENTCFG_FLEET"
+
+
+def member_env(env: Mapping[str, str], slug: str) -> dict[str, str]:
+    """The environment a fleet member's host runs in: `env`, naming the fleet's roadmap."""
+    return {**env, MEMBER_ENV: slug}
 
 
 def leave(ws: Workspace, slug: str, now: float) -> None:
@@ -25,11 +36,28 @@ def leave(ws: Workspace, slug: str, now: float) -> None:
     forget(ws, slug)
 
 
-def require_lease(ws: Workspace, slug: str, step_id: str) -> None:
+def require_lease(
+    ws: Workspace,
+    slug: str,
+    step_id: str,
+    env: Mapping[str, str] | None = None,
+    now: float | None = None,
+) -> None:
     """The fencing check before a step is closed in a fleet member's workspace: the step must
-    be the one it leases, and the lease still its own. Nothing to check outside a fleet."""
+    be the one it leases, and the lease still its own.
+
+    Without a membership file (the agent can delete it) two things still speak: `env` naming
+    this roadmap's fleet (a member's host runs in it) refuses any step, and, given `now`, a
+    live lease on the step in this repository's refs keeps it for the member that holds it."""
     member = read_membership(ws, slug)
     if member is None:
+        if env is not None and env.get(MEMBER_ENV) == slug:
+            raise LeaseError(
+                f"this session works in a fleet on `{slug}` and leases no step here "
+                f"(state/fleet/{slug}.json is gone): it closes no step"
+            )
+        if now is not None:
+            _unleased(ws, slug, step_id, now)
         return
     if step_id != member.step:
         raise LeaseError(
@@ -43,6 +71,66 @@ def require_lease(ws: Workspace, slug: str, step_id: str) -> None:
             f"the lease on step {member.step} of `{slug}` passed to another member after it "
             f"expired (fence {member.fence} is no longer current): the step is theirs now"
         )
+
+
+def step_of(ws: Workspace, member: Membership, wanted: str) -> str:
+    """The step id `wanted` names: with `auto`, the one the member leases."""
+    if wanted == AUTO:
+        return member.step
+    return find_step(loading.load(ws, member.slug), wanted).id
+
+
+def _unleased(ws: Workspace, slug: str, step_id: str, now: float) -> None:
+    """LeaseError when another's live lease in this repository's refs holds the step."""
+    try:
+        _, lease = Store.open(ws.root).read(slug, step_id)
+    except LeaseError:  # no git repository here, or a step no lease can name: none is held
+        return
+    if lease is not None and lease.live(now):
+        raise LeaseError(
+            f"step {step_id} of `{slug}` is leased by {lease.holder} ({lease.host} on "
+            f"{lease.machine}) until {iso(lease.expires)}: it is that member's to close "
+            f"(a person frees it with `agentcfg leases release {slug} {step_id}`)"
+        )
+
+
+def claim_step(
+    ws: Workspace,
+    slug: str,
+    wanted: str,
+    claim: Callable[[], None],
+    *,
+    session_id: str | None,
+    force: bool,
+    inside: bool = False,
+    host: str,
+    coordinate: str | None,
+    now: float,
+    ttl: float = TTL,
+) -> Lease:
+    """`sessions claim --step`: a step's lease for this workspace's member, then the claim
+    `claim` makes, one such claim at a time in the workspace (its membership file is one).
+
+    Another session's live claim on the roadmap refuses it before any lease is touched; a
+    claim refused after the lease was taken (a person's stop) gives back the lease it took
+    and leaves the workspace's membership as it found it."""
+    slug = ws.canonical(slug)
+    with state.locked(ws.state / LOCKS / f"claim-step-{slug}.lock", timeout=CLAIM_WAIT):
+        claims.check_peers(ws, slug, session_id, now, force, inside)
+        before = read_membership(ws, slug)
+        lease = join(ws, slug, wanted, host=host, coordinate=coordinate, now=now, ttl=ttl)
+        try:
+            claim()
+        except AgentcfgError:
+            if before is None or before.step != lease.step:  # a lease this claim took
+                store = Store.open(ws.root, coordinate)
+                store.release(slug, lease.step, lease.holder, now=now)
+            if before is None:
+                forget(ws, slug)
+            else:
+                remember(ws, before)
+            raise
+    return lease
 
 
 def join(
@@ -87,6 +175,17 @@ def join(
     return lease
 
 
+def check_leasable(roadmap: Roadmap, slug: str) -> None:
+    """LeaseError, in one line, for the first step whose id no lease ref can hold: a fleet
+    refuses such a roadmap before it starts rather than find it out step by step."""
+    for step in roadmap.steps:
+        if not name_ok(step.id):
+            raise LeaseError(
+                f"step {step.name} of `{slug}` cannot be leased: a fleet's step ids are ASCII "
+                "letters, digits, '.', '_' and '-' (number the step, e.g. **1.1**)"
+            )
+
+
 def candidates(roadmap: Roadmap, taken: set[str]) -> list[Step]:
     """Open, unblocked steps no one else holds, in roadmap order (a started one first)."""
     steps = [step for step in roadmap.steps if step.is_open and step.id not in taken]
@@ -124,6 +223,7 @@ def lease_step(
             raise StepError(f"step {step.name} is not open to lease ({why})")
         chosen = [step]
     else:
+        check_leasable(roadmap, slug)
         taken = {x.step for x in leases.values() if x.live(now) and x.holder != holder}
         chosen = candidates(roadmap, taken | exclude)
     for step in chosen:
@@ -134,8 +234,8 @@ def lease_step(
             return lease, before if lapsed else None
         # else another member holds it, or won it a moment ago: try the next
     if wanted != AUTO:
-        raise LeaseError(_held(store, slug, chosen[0]))
-    raise LeaseError(f"roadmap `{slug}` has no open step that another member does not hold")
+        raise LeaseHeld(_held(store, slug, chosen[0]))
+    raise LeaseHeld(f"roadmap `{slug}` has no open step that another member does not hold")
 
 
 def _membership(lease: Lease, ttl: float, coordinate: str | None) -> Membership:

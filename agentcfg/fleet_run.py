@@ -23,7 +23,7 @@ from agentcfg import driver, evidence, finals, fleet, loading, state, trust
 from agentcfg.config import load_config
 from agentcfg.core.roadmap import scan
 from agentcfg.core.unattended import EXIT_CODES
-from agentcfg.errors import AgentcfgError, IntegrationError, LeaseError
+from agentcfg.errors import AgentcfgError, IntegrationError, LeaseError, LeaseHeld
 from agentcfg.integrate import Integration, has_identity, integrate
 from agentcfg.leases import IDENTITY, TTL, Lease, Store
 from agentcfg.paths import LOCKS, ROADMAPS, STATE, WORKTREES
@@ -99,6 +99,7 @@ def plan(
     tracked = _git(root, "ls-files", "--error-unmatch", "--", f"roadmaps/{slug}.md", check=False)
     if tracked.returncode != 0:
         raise AgentcfgError(f"roadmaps/{slug}.md is not committed on `{current}`: commit it first")
+    fleet.check_leasable(loading.load(ws, slug), slug)
     return Fleet(root, slug, current, host, coordinate, ttl)
 
 
@@ -190,7 +191,7 @@ def member_loop(
                 ledger=main,
                 member=n,
             )
-        except LeaseError:
+        except LeaseHeld:
             sleep(POLL)  # every open step is another member's for now; leases run out
             continue
         # Another member may have closed the step since the sync above and given its lease
@@ -319,12 +320,14 @@ def start_members(
     env: Mapping[str, str],
 ) -> list[subprocess.Popen[bytes]]:
     """One member process per worktree, each its own process group (so one can be ended
-    with everything it started)."""
+    with everything it started), with its worktree as the workspace of everything it starts:
+    a person's AGENTCFG_ROOT naming the fleet's checkout would put every member's claims,
+    hooks and agent commands there, where no lease holds a member to its step."""
     return [
         subprocess.Popen(
             argv(n),
             cwd=member.root,
-            env=dict(env),
+            env={**env, "AGENTCFG_ROOT": str(member.root)},
             start_new_session=True,
             stdin=subprocess.DEVNULL,
         )

@@ -5,6 +5,11 @@ is the lease as JSON. Every change is a compare-and-swap of that ref: `git updat
 repository, whose refs all its worktrees share, or an atomic `git push --force-with-lease` to a
 remote that several machines share. A release writes a released record rather than deleting
 the ref, so the fencing number only ever grows and a holder that lost its lease can tell.
+
+Anyone with git can write a ref, so a record is believed only as far as agentcfg itself could
+have written it: one whose slug and step are not its ref's holds nothing, and neither does
+one whose expiry lies further ahead than the longest lease (MAX_TTL), such as a ghost's or a
+holder's own lease extended by hand. A lease is renewed by its holder only, with its fence.
 """
 
 from __future__ import annotations
@@ -18,12 +23,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from agentcfg.core.times import iso, parse_iso
+from agentcfg.core.times import format_duration, iso, parse_iso
 from agentcfg.errors import LeaseError
 from agentcfg.paths import remote_name_ok
 
 PREFIX = "refs/agentcfg/leases"
 TTL = 15 * 60.0
+MAX_TTL = 24 * 3600.0  # no take or renewal writes an expiry further ahead than this
 GIT_TIMEOUT = 30.0
 RECORD_LIMIT = 4096
 # the name on the commits agentcfg writes itself: lease records always, merges where git has none
@@ -54,7 +60,11 @@ class Lease:
         return not self.holder
 
     def live(self, now: float) -> bool:
-        return not self.released and now < self.expires
+        return not self.released and now < self.expires and not self.forged(now)
+
+    def forged(self, now: float) -> bool:
+        """Held until later than any take or renewal writes: the record was written by hand."""
+        return not self.released and self.expires > now + MAX_TTL
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -87,10 +97,24 @@ def lease_from_json(data: object) -> Lease | None:
     return Lease(slug, step, holder, host, machine, taken, expires, fence)
 
 
+def name_ok(part: str) -> bool:
+    """Can a slug or step id be one part of a lease's ref name, as it is?"""
+    return _PART.fullmatch(part) is not None
+
+
+def check_ttl(ttl: float) -> float:
+    """`ttl`, or LeaseError when it is longer than the longest lease."""
+    if not 0 < ttl <= MAX_TTL:
+        raise LeaseError(
+            f"--lease-ttl {format_duration(ttl)}: a lease lasts at most {MAX_TTL / 3600:g}h"
+        )
+    return ttl
+
+
 def ref_of(slug: str, step: str) -> str:
     """The lease's ref; LeaseError for a slug or step id git cannot hold in a ref name."""
     for part in (slug, step):
-        if not _PART.fullmatch(part):
+        if not name_ok(part):
             raise LeaseError(f"`{part}` cannot name a lease (letters, digits, '.', '_', '-')")
     return f"{PREFIX}/{slug}/{step}"
 
@@ -136,14 +160,14 @@ class Store:
     def read(self, slug: str, step: str) -> tuple[str | None, Lease | None]:
         """The lease ref's commit (None: never leased) and the lease it records."""
         ref = ref_of(slug, step)
-        found = self._heads(ref)
-        commit = found.get(ref)
-        return commit, None if commit is None else self._lease(commit)
+        commit = self._heads(ref).get(ref)
+        return commit, None if commit is None else self._lease(commit, ref)
 
     def all(self, slug: str | None = None) -> list[Lease]:
         """Every lease record under `slug` (or every slug), released ones included."""
         pattern = PREFIX if slug is None else ref_of(slug, "x").rpartition("/")[0]
-        leases = [self._lease(commit) for commit in self._heads(pattern, under=True).values()]
+        heads = self._heads(pattern, under=True)
+        leases = [self._lease(commit, ref) for ref, commit in heads.items()]
         return sorted(
             (lease for lease in leases if lease is not None), key=lambda x: (x.slug, x.step)
         )
@@ -170,7 +194,8 @@ class Store:
                 return heads
         raise LeaseError(f"the leases on {self.coordinate} kept moving while being read")
 
-    def _lease(self, commit: str) -> Lease | None:
+    def _lease(self, commit: str, ref: str) -> Lease | None:
+        """The lease `commit` records; None when unreadable, or when it is not `ref`'s own."""
         result = self._git("cat-file", "commit", commit, check=False)
         if result.returncode != 0:
             return None
@@ -179,7 +204,8 @@ class Store:
             data = json.loads(message[:RECORD_LIMIT])
         except ValueError:
             return None
-        return lease_from_json(data)
+        lease = lease_from_json(data)
+        return lease if lease is not None and ref == f"{PREFIX}/{lease.slug}/{lease.step}" else None
 
     # --- writing
 
@@ -188,6 +214,7 @@ class Store:
     ) -> Lease | None:
         """The step's lease for `holder`, or None while another holder's lease is live (or
         another taker won the race). Taking a lease one already holds renews it."""
+        check_ttl(ttl)
         old, current = self.read(slug, step)
         if current is not None and current.live(now) and current.holder != holder:
             return None
@@ -207,7 +234,9 @@ class Store:
         return int(self._git("rev-list", "--count", old).stdout.strip() or 0) + 1
 
     def renew(self, lease: Lease, *, now: float, ttl: float = TTL) -> Lease | None:
-        """The same lease with a later expiry, or None when it is no longer this holder's."""
+        """The same lease with a later expiry, or None when it is no longer this holder's: the
+        record must name `lease`'s holder and fence."""
+        check_ttl(ttl)
         old, current = self.read(lease.slug, lease.step)
         if current is None or (current.holder, current.fence) != (lease.holder, lease.fence):
             return None

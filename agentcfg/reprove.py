@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from agentcfg import contract, finals, loading, state, trust, verify
 from agentcfg.config import load_config
@@ -133,6 +134,7 @@ def reprove(
         )
     seconds = clock() - started
     moment = iso_ms(now)
+    stored = contract.receipt_items(ws, slug)
     for step in steps:
         passed, reason = outcomes[step.id]
         fields: dict[str, object] = {
@@ -145,7 +147,10 @@ def reprove(
         }
         if reason:
             fields["reason"] = reason
-        contract.add_receipt(ws, slug, fields)
+        confirmed = _proof(stored, ids[step.id], fields) if passed else None
+        if confirmed is not None and "evidence" in confirmed:
+            fields["evidence"] = confirmed["evidence"]  # what the proof it confirms showed
+        contract.add_receipt(ws, slug, fields, roadmap)
     failed = tuple((s.id, outcomes[s.id][1]) for s in steps if not outcomes[s.id][0])
     reopened: list[str] = []
     if reopen:
@@ -208,6 +213,20 @@ def _outcome(
     if result.passed:
         return True, ""
     return False, "timed out" if result.exit_code is None else f"exit {result.exit_code}"
+
+
+def _proof(
+    stored: list[dict[str, Any]], ids: frozenset[str], fields: dict[str, object]
+) -> dict[str, Any] | None:
+    """The newest passing receipt (not a re-proof's) of this step, text and verify line: the
+    proof a passing re-proof confirms."""
+    for item in reversed(stored):
+        same = item.get("text") == fields["text"] and item.get("command") == fields["command"]
+        passed = item.get("exit_code") == 0 or item.get("command") is None
+        if same and passed and item.get("step") in ids and item.get("final") is not True:
+            found: dict[str, Any] = item
+            return found
+    return None
 
 
 def _trusted(ws: Workspace, slug: str, env: Mapping[str, str]) -> dict[str, str] | None:

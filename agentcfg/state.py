@@ -21,9 +21,17 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
     from typing import Any, BinaryIO
 
 STATE_FILE_LIMIT = 1024 * 1024
+# a file that grows with a roadmap's steps (a run's contract, the proofs, the gate's marks):
+# a contract of 50,000 steps fits, and the hook reads one this size well within its time budget
+# (docs/architecture.md, section 6; `make bench` measures it)
+RECORD_LIMIT = 8 * 1024 * 1024
 LEDGER_LINE_LIMIT = 1024 * 1024
 LOCK_TIMEOUT = 5.0
 STALE_TEMP = 60.0  # seconds: a temp file this old belongs to a writer that was killed
+
+
+class TooLarge(StateError):
+    """A file would be larger than its readers take: it is not written."""
 
 
 def followed(folder: Path) -> bool:
@@ -87,17 +95,21 @@ def _write_new(path: Path, data: bytes) -> None:
             handle.write(data)
 
 
-def write_json(path: Path, data: Any, compact: bool = False) -> None:
+def write_json(path: Path, data: Any, compact: bool = False, limit: int | None = None) -> None:
     """Write JSON atomically: temp file in the same folder, fsync, os.replace; mode 0600.
 
-    `compact` skips indentation, which also keeps json on its fast C encoder.
+    `compact` skips indentation, which also keeps json on its fast C encoder. With a `limit`,
+    a file larger than its readers take is TooLarge (a StateError), and stays as it was.
     """
     text = (
         json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
         if compact
         else json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
     )
-    write_bytes(path, (text + "\n").encode("utf-8", "replace"))
+    raw = (text + "\n").encode("utf-8", "replace")
+    if limit is not None and len(raw) > limit:
+        raise TooLarge(f"{path} would be larger than the {limit >> 20} MiB it may hold")
+    write_bytes(path, raw)
 
 
 def write_bytes(path: Path, data: bytes, mode: int = 0o600, private_dir: bool = True) -> None:
@@ -284,7 +296,8 @@ def ledger_lines(state: Path, limit: int = LEDGER_LINE_LIMIT) -> Iterator[bytes]
 
 
 def append_ledger(state: Path, event: dict[str, Any]) -> bool:
-    """Append one event as one line, one write, O_APPEND; False if it could not be written."""
+    """Append one event as one line, one write, O_APPEND; False if it could not be written,
+    or when the ledger is not a regular file (a FIFO nobody reads is never waited on)."""
     try:
         text = json.dumps(event, sort_keys=False, ensure_ascii=False, allow_nan=False)
     except ValueError:  # a number no JSON reader takes back
@@ -293,12 +306,14 @@ def append_ledger(state: Path, event: dict[str, Any]) -> bool:
     try:
         ensure_dir(state)
         fd = os.open(
-            state / LEDGER_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600
+            state / LEDGER_NAME,
+            os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK,
+            0o600,
         )
     except (OSError, StateError):
         return False
     try:
-        return os.write(fd, line) == len(line)
+        return stat.S_ISREG(os.fstat(fd).st_mode) and os.write(fd, line) == len(line)
     except OSError:
         return False
     finally:

@@ -354,7 +354,7 @@ def receipt(
     refused = {} if counts or not passed else {"refused": "contract.require"}
     log(ws, "verified", slug, roadmap, env, moment, **fields, passed=passed, **refused)
     if passed and counts:
-        contract.add_receipt(ws, slug, {**fields, "at": iso_ms(moment)})
+        contract.add_receipt(ws, slug, {**fields, "at": iso_ms(moment)}, roadmap)
 
 
 GIT_TIMEOUT = 10.0

@@ -22,9 +22,9 @@ from rich.text import Text
 from agentcfg import claims, contract, controls, loading, state
 from agentcfg.config import load_config
 from agentcfg.core.contract import judge
-from agentcfg.core.report import FLEET_EVENTS, TOKENS_LIMIT, Fleet
+from agentcfg.core.report import FLEET_EVENTS, TOKENS_LIMIT, Fleet, Folder, Run, settle
 from agentcfg.core.roadmap import Roadmap, clip, scan
-from agentcfg.core.times import format_duration, parse_iso
+from agentcfg.core.times import format_duration, iso, parse_iso
 from agentcfg.core.visible import visible
 from agentcfg.errors import RoadmapError
 from agentcfg.paths import CLAIMS, CONTRACTS, RECEIPTS, RUNS, STOPS
@@ -50,7 +50,9 @@ class RunView:
     tokens: int | None  # the tokens the ledger recorded for this run; None while none is known
     last_event: str | None
     last_at: float | None
-    status: str  # running | halted: <rung> | stopped | no run | roadmap gone
+    # what the run is, as the report tells it: running | waiting until .. | idle since .. |
+    # stopped by a person | complete | halted: <rung> | ...; or no run | roadmap gone
+    status: str
     resume_at: float | None = None  # `agentcfg run` waits (a usage limit, its window) until then
     proven: tuple[int, int] | None = None  # (steps proven, steps contracted); None: no contract
 
@@ -75,6 +77,8 @@ class LedgerTail:
         self.tokens: dict[tuple[str, str], int] = {}
         self.resumes: dict[tuple[str, str], float] = {}  # the waits of `agentcfg run`
         self.fleet = Fleet()  # fleets on the workspace's roadmaps: members, leases, integrations
+        # the report's own fold: a run's outcome is told in one place, for every view
+        self.runs = Folder(keep=1)
 
     def read(self) -> None:
         """Take in the lines appended since the last read (all of them after a rotation)."""
@@ -97,6 +101,7 @@ class LedgerTail:
                     else:
                         self.offset += len(line)
                         self._take(line)
+                        self.runs.take(line)
             except OSError:
                 return
 
@@ -133,14 +138,33 @@ class LedgerTail:
             self.resumes.pop(oldest, None)
 
 
-def snapshot(ws: Workspace, env: Mapping[str, str], ledger: LedgerTail) -> list[RunView]:
-    """Every live claim of the workspace as a RunView, in the order `sessions list` gives."""
+def snapshot(
+    ws: Workspace, env: Mapping[str, str], ledger: LedgerTail, now: float | None = None
+) -> list[RunView]:
+    """Every live claim of the workspace as a RunView, in the order `sessions list` gives;
+    each run as the ledger tells it at `now`."""
     ledger.read()
     cap_default = load_config(ws, env).max_iterations
-    return [_view(ws, c, ledger, cap_default) for c in claims.all_claims(ws)]
+    return [_view(ws, c, ledger, cap_default, now) for c in claims.all_claims(ws)]
 
 
-def _view(ws: Workspace, claim: claims.Claim, ledger: LedgerTail, cap: int) -> RunView:
+def status(run: Run, now: float | None) -> str:
+    """A run's outcome as the table shows it, in a few words: the report's own judgement."""
+    outcome, _words = settle(run, now)
+    if outcome == "waiting" and run.resume_at is not None:
+        return f"waiting until {iso(run.resume_at)[11:16]}"
+    if outcome == "idle":
+        return f"idle since {iso(run.last)[11:16]}"
+    if outcome == "stopped":
+        return "stopped by a person"
+    if outcome.startswith("halt-"):
+        return f"halted: {outcome}"
+    return outcome
+
+
+def _view(
+    ws: Workspace, claim: claims.Claim, ledger: LedgerTail, cap: int, now: float | None = None
+) -> RunView:
     done: int | None = None
     total, step, proven = 0, None, None
     try:
@@ -156,14 +180,17 @@ def _view(ws: Workspace, claim: claims.Claim, ledger: LedgerTail, cap: int) -> R
         pass
     run = claims.read_run(ws, claim)
     last = ledger.last.get((claim.key, claim.slug))
+    told = ledger.runs.current(claim.key, claim.slug)
     if claims.is_stale(ws, claim):
-        status = "roadmap gone"
+        said = "roadmap gone"
+    elif told is not None:
+        said = status(told, now)
     elif controls.read_stop(ws, claim.slug) is not None:
-        status = "stopped"
+        said = "stopped by a person"
     elif run is None:
-        status = "no run"
+        said = "no run"
     else:
-        status = f"halted: {run.halted}" if run.halted else "running"
+        said = f"halted: {run.halted}" if run.halted else run.ended or "running"
     return RunView(
         slug=claim.slug,
         session=claim.session_id,
@@ -176,7 +203,7 @@ def _view(ws: Workspace, claim: claims.Claim, ledger: LedgerTail, cap: int) -> R
         tokens=ledger.tokens.get((claim.key, claim.slug)),
         last_event=last[0] if last else None,
         last_at=last[1] if last else None,
-        status=status,
+        status=said,
         resume_at=ledger.resumes.get((claim.key, claim.slug)),
         proven=proven,
     )
@@ -190,13 +217,19 @@ def _proven(ws: Workspace, claim: claims.Claim, roadmap: Roadmap) -> tuple[int, 
     return judged.proven, judged.total
 
 
-def render(views: list[RunView], now: float) -> Table:
+NARROW = 80  # under this many columns the table keeps only what matters most
+
+
+def render(views: list[RunView], now: float, width: int | None = None) -> Table:
+    """The table of claimed runs; under NARROW columns, the roadmap and its state, progress,
+    iteration, tokens and last event only, the progress bar shorter."""
+    narrow = width is not None and width < NARROW
     table = Table(
         title=f"agentcfg watch · {len(views)} claimed run{'' if len(views) == 1 else 's'}",
         box=box.SIMPLE_HEAD,
         title_justify="left",
     )
-    for name, justify in (
+    columns = (
         ("roadmap", "left"),
         ("progress", "left"),
         ("next step", "left"),
@@ -204,20 +237,26 @@ def render(views: list[RunView], now: float) -> Table:
         ("elapsed", "right"),
         ("tokens", "right"),
         ("last event", "left"),
-    ):
-        table.add_column(name, justify=justify, no_wrap=name != "next step")  # type: ignore[arg-type]
+    )
+    shown = [c for c in columns if not narrow or c[0] not in ("next step", "elapsed")]
+    for name, justify in shown:
+        wraps = name == "next step" or (narrow and name in ("progress", "last event"))
+        table.add_column(name, justify=justify, no_wrap=not wraps)  # type: ignore[arg-type]
     for view in views:
-        table.add_row(
-            Text.assemble((visible(view.slug), "bold"), "\n", (visible(view.session[:12]), "dim")),
-            _progress(view),
-            Text(visible(view.step or "-")),  # Text, not a str: roadmap text is never markup
-            "-" if view.iterations is None else f"{view.iterations}/{view.cap}",
-            "-" if view.started_at is None else format_duration(now - view.started_at),
-            "-" if view.tokens is None else f"{view.tokens:,}",
-            Text(visible(_last(view, now))),
-        )
+        cells: dict[str, Text | str] = {
+            "roadmap": Text.assemble(
+                (visible(view.slug), "bold"), "\n", (visible(view.session[:12]), "dim")
+            ),
+            "progress": _progress(view, BAR_WIDTH // 2 if narrow else BAR_WIDTH),
+            "next step": Text(visible(view.step or "-")),  # Text: roadmap text is never markup
+            "iteration": "-" if view.iterations is None else f"{view.iterations}/{view.cap}",
+            "elapsed": "-" if view.started_at is None else format_duration(now - view.started_at),
+            "tokens": "-" if view.tokens is None else f"{view.tokens:,}",
+            "last event": Text(visible(_last(view, now))),
+        }
+        table.add_row(*(cells[name] for name, _ in shown))
     if not views:
-        table.add_row("no claimed runs", *[""] * 6)
+        table.add_row("no claimed runs", *[""] * (len(shown) - 1))
     return table
 
 
@@ -244,14 +283,22 @@ def fleet_table(fleet: dict[str, Any] | None) -> Table | None:
     return table
 
 
-def _progress(view: RunView) -> Text:
+def _progress(view: RunView, bar: int = BAR_WIDTH) -> Text:
     if view.done is None:
-        return Text("unreadable", "red")
-    filled = round(BAR_WIDTH * view.done / view.total) if view.total else 0
+        return Text(f"unreadable\n{view.status}", "red")
+    filled = round(bar * view.done / view.total) if view.total else 0
     text = Text.assemble(
-        ("█" * filled, "green"), ("░" * (BAR_WIDTH - filled), "dim"), f" {view.done}/{view.total}"
+        ("█" * filled, "green"), ("░" * (bar - filled), "dim"), f" {view.done}/{view.total}"
     )
-    style = {"running": "", "stopped": "yellow"}.get(view.status, "cyan")
+    style = (
+        ""
+        if view.status == "running"
+        else "yellow"
+        if view.status.startswith(("stopped", "waiting"))
+        else "green"
+        if view.status == "complete"
+        else "cyan"
+    )
     text.append(f"\n{view.status}", style)
     if view.proven is not None:
         text.append(f"\nproven {view.proven[0]}/{view.proven[1]}", "dim")
@@ -271,7 +318,7 @@ def frame(ws: Workspace, env: Mapping[str, str], now: float, width: int | None =
     console = Console(width=width or 100, no_color=True, highlight=False, force_terminal=False)
     ledger = LedgerTail(ws)
     with console.capture() as captured:
-        console.print(_screen(snapshot(ws, env, ledger), ledger, now))
+        console.print(_screen(snapshot(ws, env, ledger, now), ledger, now, console.width))
     return "".join(line.rstrip() + "\n" for line in captured.get().splitlines())
 
 
@@ -281,7 +328,7 @@ def follow(
     clock: Callable[[], float] = time.time,
     interval: float = 0.5,
     sleep: Callable[[float], None] = time.sleep,
-    read: Callable[[Workspace, Mapping[str, str], LedgerTail], list[RunView]] = snapshot,
+    read: Callable[[Workspace, Mapping[str, str], LedgerTail, float], list[RunView]] = snapshot,
 ) -> None:
     """Redraw while the ledger, a claim, a run or a roadmap changes; return on Ctrl-C.
     The runs are read again only when something changed."""
@@ -293,16 +340,19 @@ def follow(
             while True:
                 now_seen = _signature(ws)
                 if now_seen != seen:
-                    seen, views = now_seen, read(ws, env, ledger)
-                live.update(_screen(views, ledger, clock()), refresh=True)  # ages move on
+                    seen, views = now_seen, read(ws, env, ledger, clock())
+                width = live.console.width
+                live.update(_screen(views, ledger, clock(), width), refresh=True)  # ages move on
                 sleep(interval)
     except KeyboardInterrupt:
         return
 
 
-def _screen(views: list[RunView], ledger: LedgerTail, now: float) -> RenderableType:
+def _screen(
+    views: list[RunView], ledger: LedgerTail, now: float, width: int | None = None
+) -> RenderableType:
     fleet = fleet_table(ledger.fleet.to_json())
-    runs = render(views, now)
+    runs = render(views, now, width)
     return runs if fleet is None else Group(runs, fleet)
 
 

@@ -8,7 +8,8 @@ right after the other), and shown beside the ratio of the two fastest runs, whic
 machine can only worsen. The package's bytecode is compiled first, as an install does.
 Prints a table and the ratios, and writes benchmarks/results.json.
 
-BENCH_RUNS sets the runs per case; BENCH_ONLY=ratios measures only the cases the ratios need.
+BENCH_RUNS sets the runs per case; BENCH_ONLY=ratios measures only the cases the ratios need,
+BENCH_ONLY=store only the hook on the largest contract and receipts the store holds.
 """
 
 from __future__ import annotations
@@ -27,13 +28,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 import agentcfg
-from agentcfg import claims, state
+from agentcfg import claims, contract, loading, state
+from agentcfg.core.contract import Contract, Term, command_hash, text_hash
 from agentcfg.core.ladder import RunState
+from agentcfg.core.times import iso_ms
 from agentcfg.guard import Tree
 from agentcfg.workspace import Workspace
 
 RUNS = int(os.environ.get("BENCH_RUNS", "15"))
 ONLY_RATIOS = os.environ.get("BENCH_ONLY") == "ratios"
+ONLY_STORE = os.environ.get("BENCH_ONLY") == "store"
+STORE_STEPS = 50_000  # the roadmap whose run's contract and receipts are measured
 HERE = Path(__file__).resolve().parent
 PYTHON = sys.executable
 SCRIPT = str(Path(PYTHON).parent / "agentcfg")
@@ -196,19 +201,22 @@ def in_turns(
     given, gets each case's run times in milliseconds in the order they were taken."""
     samples: dict[str, list[float]] = {name: [] for name in cases}
     peaks: dict[str, list[float]] = {name: [] for name in cases}
+    cpus: dict[str, list[float]] = {name: [] for name in cases}
     for n in range(runs + 1):
         for name, case in cases.items():
-            elapsed, peak = run_once(case)
+            elapsed, peak, cpu = run_once(case)
             if n:  # the first run warms the caches
                 samples[name].append(elapsed)
                 peaks[name].append(peak)
+                cpus[name].append(cpu)
     if rounds is not None:
         rounds.update({name: [t * 1000 for t in samples[name]] for name in cases})
-    return {name: summary(samples[name], peaks[name]) for name in cases}
+    return {name: summary(samples[name], peaks[name], cpus[name]) for name in cases}
 
 
-def run_once(case: Case) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB) of one run of the case's process."""
+def run_once(case: Case) -> tuple[float, float, float]:
+    """Wall seconds, peak RSS (MiB) and CPU seconds (user and system) of one run of the case's
+    process: on a busy machine the CPU time is what the process itself cost."""
     if case.setup:
         case.setup()
     data = case.stdin() if case.stdin else b""
@@ -229,7 +237,7 @@ def run_once(case: Case) -> tuple[float, float]:
     code = os.waitstatus_to_exitcode(status)
     if code != case.expect:
         raise SystemExit(f"{case.command}: exit {code}, expected {case.expect}: {err[-500:]!r}")
-    return elapsed, usage.ru_maxrss / 1024
+    return elapsed, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
 def guard_check(root: Path, files: int) -> dict[str, float]:
@@ -252,7 +260,10 @@ def guard_check(root: Path, files: int) -> dict[str, float]:
     return summary(samples, [0.0])
 
 
-def summary(samples: list[float], peaks: list[float]) -> dict[str, float]:
+def summary(
+    samples: list[float], peaks: list[float], cpus: list[float] | None = None
+) -> dict[str, float]:
+    """Median, quartiles and extremes of the run times; peak RSS; median CPU time when known."""
     quartiles = statistics.quantiles(samples, n=4)
     return {
         "median_ms": statistics.median(samples) * 1000,
@@ -262,6 +273,7 @@ def summary(samples: list[float], peaks: list[float]) -> dict[str, float]:
         "max_ms": max(samples) * 1000,
         "peak_rss_mib": max(peaks),
         "runs": len(samples),
+        **({"cpu_median_ms": statistics.median(cpus) * 1000} if cpus else {}),
     }
 
 
@@ -287,6 +299,11 @@ def main() -> int:
         transcript(small, 64 * 1024)
         hook = [SCRIPT, "hook", "stop", "--host", "claude"]  # the command `hooks install` writes
 
+        if ONLY_STORE:
+            results["python -c pass"] = measure([PYTHON, "-c", "pass"])
+            results.update(store_cases(bench, hook, small))
+            report(results, {})
+            return 0
         bench.claim("r200")
         results.update(
             in_turns(
@@ -356,6 +373,7 @@ def main() -> int:
         results["report, 1,000,000 ledger lines"] = measure(
             [SCRIPT, "report", "--json"], env=bench.env, runs=max(3, RUNS // 5)
         )
+        results.update(store_cases(bench, hook, small))
     report(results, rounds)
     return 0
 
@@ -395,6 +413,75 @@ def against_bash(
     return results
 
 
+def receipt(
+    step: str, text: str, command: str | None, at: float, code: int = 0
+) -> dict[str, object]:
+    """A receipt as `roadmap done` stores it (its text and verify line already hashed)."""
+    return {
+        "step": step, "text": text, "command": command, "exit_code": code, "duration": 0.25,
+        "output": "0" * 64, "evidence": "red-green", "head": "1" * 40, "dirty": False,
+        "at": iso_ms(at),
+    }  # fmt: skip
+
+
+def store_cases(bench: Bench, hook: list[str], small: Path) -> dict[str, dict[str, float]]:
+    """The hook engaging on a run whose contract and receipts are as large as they get: a
+    roadmap of STORE_STEPS steps half done, each done one proven, the newest receipt of each a
+    failing rerun; then a small roadmap whose contract and receipts the store's limits bound
+    (every step past the roadmap's a reworded one its receipt keeps closed)."""
+    results: dict[str, dict[str, float]] = {}
+    key = claims.session_key(SESSION)
+    road = bench.root / "roadmaps" / "big.md"
+    road.write_text(roadmap_text(STORE_STEPS).replace("- [x]", "- [ ]"))
+    bench.claim("big")  # the contract: every step, open when the run began
+    road.write_text(roadmap_text(STORE_STEPS))
+    later = time.time() + 1
+    items: list[dict[str, object]] = []
+    for step in loading.load(bench.ws, "big").steps:
+        if step.mark == "done":
+            text, command = text_hash(step.text), command_hash(step.verify)
+            items += [
+                receipt(step.id, text, command, later),
+                receipt(step.id, text, command, later + 1, 1),
+            ]
+    items += [
+        receipt("0.1", text_hash(f"gone {n}"), None, later) for n in range(contract.RECEIPTS_KEPT)
+    ]
+    state.write_json(contract.receipts_path(bench.ws, "big"), {"receipts": items}, compact=True)
+    label = f"hook, engage, {STORE_STEPS:,} steps, contract and receipts"
+    results[label] = measure(
+        hook, lambda: bench.payload(small), setup=lambda: bench.fresh_run("big"), expect=2,
+        env=bench.env,
+    )  # fmt: skip
+    sizes = [contract.path_of(bench.ws, key, "big"), contract.receipts_path(bench.ws, "big")]
+    print(f"{label}: " + ", ".join(f"{p.name} {p.stat().st_size / 2**20:.1f} MiB" for p in sizes))
+
+    bench.claim("r200")
+    made, _ = contract.read(bench.ws, key, "r200")
+    assert made is not None
+    one = len(json.dumps(receipt("9.99999", "0" * 64, "0" * 64, later), separators=(",", ":")))
+    count = (contract.RECEIPTS_LIMIT - (64 << 10)) // (one + 1)
+    gone = [Term(f"9.{n}", text_hash(f"reworded {n}"), f"echo {n}", False, made.started_at)
+            for n in range(count)]  # fmt: skip
+    with contract.lock(bench.ws, key, "r200"):
+        contract.write(
+            bench.ws, key, "r200", Contract(made.mode, made.started_at, made.terms + tuple(gone))
+        )
+    items = [receipt(t.id, t.text, command_hash(t.verify), later) for t in gone]
+    state.write_json(contract.receipts_path(bench.ws, "r200"), {"receipts": items}, compact=True)
+    sizes = [contract.path_of(bench.ws, key, "r200"), contract.receipts_path(bench.ws, "r200")]
+    assert sizes[0].stat().st_size < state.RECORD_LIMIT
+    assert sizes[1].stat().st_size < contract.RECEIPTS_LIMIT
+    label = "hook, engage, largest store (200 steps)"
+    results[label] = measure(
+        hook, lambda: bench.payload(small), setup=lambda: bench.fresh_run("r200"), expect=2,
+        env=bench.env,
+    )  # fmt: skip
+    print(f"{label}: {count:,} steps past the roadmap's; " + ", ".join(
+        f"{p.name} {p.stat().st_size / 2**20:.1f} MiB" for p in sizes))  # fmt: skip
+    return results
+
+
 def ledger_lines(path: Path, count: int) -> None:
     """A ledger of `count` lines: runs of a few engagements ending in every way."""
     endings = ("complete", "halt-stall", "blocked", "handback-question", "halt-max-iterations")
@@ -422,21 +509,25 @@ def ledger_lines(path: Path, count: int) -> None:
 def report(results: dict[str, dict[str, float]], rounds: dict[str, list[float]]) -> None:
     base = results["python -c pass"]["median_ms"]
     rows = []
-    print(f"{'case':<52} {'median':>9} {'p25-p75':>15} {'x python':>9} {'peak MiB':>9}  target")
+    print(
+        f"{'case':<52} {'median':>9} {'p25-p75':>15} {'x python':>9} {'peak MiB':>9} "
+        f"{'cpu':>9}  target"
+    )
     for name, r in results.items():
         ratio = r["median_ms"] / base
         target = TARGETS.get(name)
         verdict = "" if target is None else f"<= {target}x {'ok' if ratio <= target else 'MISSED'}"
         rows.append({"case": name, **r, "ratio": ratio, "target": target})
+        cpu = f"{r['cpu_median_ms']:>7.1f}ms" if "cpu_median_ms" in r else f"{'-':>9}"
         print(
             f"{name:<52} {r['median_ms']:>7.1f}ms {r['p25_ms']:>6.1f}-{r['p75_ms']:<6.1f}ms "
-            f"{ratio:>8.2f}x {r['peak_rss_mib']:>9.1f}  {verdict}"
+            f"{ratio:>8.2f}x {r['peak_rss_mib']:>9.1f} {cpu}  {verdict}"
         )
-    checks = [] if ONLY_RATIOS else derived(results)
+    checks = [] if ONLY_RATIOS or ONLY_STORE else derived(results)
     for check in checks:
         print(check["text"])
     print("\npairwise (runs taken in turns): median of the per-turn ratios, and fastest / fastest")
-    pairs = ratios(rounds)
+    pairs = [] if ONLY_STORE else ratios(rounds)
     for pair in pairs:
         print(pair["text"])
     (HERE / "results.json").write_text(

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentcfg import agents
+
 # how agentcfg is run: (argv after `agentcfg`, environment, stdin, working folder)
 Runner = Callable[[list[str], dict[str, str], str, Path], "subprocess.CompletedProcess[str]"]
 
@@ -81,7 +83,7 @@ class SimulatedHost:
         # the person's trust store lives beside the transcripts, never in the real home
         trust_home = str(root / ".host" / "state-home")
         self.env = {
-            **os.environ,
+            **{k: v for k, v in os.environ.items() if k not in agents.variables()},
             "XDG_STATE_HOME": trust_home,
             **(env or {}),
             "AGENTCFG_ROOT": str(root),

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
+from agentcfg import agents
 from agentcfg.cli import cli
 from agentcfg.commands import Clock
 from tests import inprocess
@@ -43,6 +44,8 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
             ("AGENTCFG_", "CLAUDE_", "CODEX_", "GEMINI_", "QWEN_", "COPILOT_", "OPENCODE_", "XDG_")
         ):
             monkeypatch.delenv(name)
+    for name in agents.variables():  # a person's terminal, even where an agent runs the tests
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("AGENTCFG_REPLY_WAIT", "0")  # as `hook_env` says
     yield root
@@ -87,7 +90,9 @@ def python_prints(code: str) -> str:
 
 def hook_env(root: Path, **extra: str) -> dict[str, str]:
     env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("AGENTCFG_", "CLAUDE_", "XDG_"))
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("AGENTCFG_", "CLAUDE_", "XDG_")) and k not in agents.variables()
     }
     env.update({"AGENTCFG_ROOT": str(root), "HOME": str(root.parent / "home")})
     # a captured transcript ends where the host ran the hook: it never writes the reply after

@@ -4,6 +4,9 @@ members on one step."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -14,9 +17,11 @@ from agentcfg.fleet import join, lease_step, require_lease
 from agentcfg.leases import Store
 from agentcfg.membership import read_membership, renew
 from agentcfg.workspace import Workspace
+from tests.conftest import hook_env
 from tests.test_leases import git, make_repo
 
 NOW = 1_800_000_000.0
+CLONES = 3  # of one shared remote, where sessions race to claim with --step
 ROADMAP = parse_roadmap(
     "## Phase 1\n"
     "- [x] **1.1** done already\n"
@@ -126,3 +131,47 @@ def test_a_turn_end_renews_the_lease_once_half_its_time_is_gone(ws: Path) -> Non
     assert read_membership(one, "demo") == renewed
     Store.open(one.root).release("demo", "1.2", None, now=NOW + 80)  # a person frees it
     assert renew(one, renewed, NOW + 80) is None
+
+
+@pytest.mark.slow  # fifteen processes at once, each with its git: a scale test
+def test_concurrent_fleet_claims_on_clones_leave_each_lease_to_a_member_that_knows_it(
+    tmp_path: Path,
+) -> None:
+    """Five sessions claim `--step auto` at once in each of three clones of a shared remote:
+    one per clone wins; the refused ones give back nothing of the winner's, and every lease
+    held on the remote is a winner's, named in its clone's membership."""
+    seed = make_repo(tmp_path / "seed")
+    (seed / "roadmaps").mkdir()
+    steps = "".join(f"- [ ] **1.{n}** step {n}\n" for n in range(1, 4 * CLONES + 1))
+    (seed / "roadmaps" / "demo.md").write_text(
+        "---\nexecution:\n  mode: autonomous\n---\n## Phase 1\n" + steps
+    )
+    (seed / ".gitignore").write_text("state/\n")
+    git(seed, "add", ".")
+    git(seed, "commit", "-qm", "roadmap")
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "clone", "-q", "--bare", str(seed), str(remote))
+    clones = [tmp_path / f"clone-{k}" for k in range(CLONES)]
+    for clone in clones:
+        git(tmp_path, "clone", "-q", str(remote), str(clone))
+    claim = [sys.executable, "-m", "agentcfg", "sessions", "claim", "demo", "--step", "auto"]
+    procs = {
+        (k, j): subprocess.Popen(
+            [*claim, "--session", f"s-{k}-{j}", "--coordinate", "origin"],
+            cwd=clone,
+            env=hook_env(clone),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for k, clone in enumerate(clones)
+        for j in range(5)
+    }
+    codes = {key: proc.wait(timeout=120) for key, proc in procs.items()}
+    members = []
+    for k, clone in enumerate(clones):
+        assert sorted(codes[k, j] for j in range(5)) == [0, 1, 1, 1, 1]
+        member = read_membership(Workspace(clone), "demo")
+        assert member is not None
+        members.append((member.holder, member.step, member.fence))
+    held = [x for x in Store.open(clones[0], "origin").all("demo") if x.live(time.time())]
+    assert sorted((x.holder, x.step, x.fence) for x in held) == sorted(members)

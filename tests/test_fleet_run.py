@@ -4,6 +4,7 @@ branch and proven there, no step held by two members at once, a dead member's st
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from pathlib import Path
@@ -362,3 +363,42 @@ def test_a_member_still_running_once_no_step_is_open_is_ended() -> None:
         hung.kill()
     assert codes[0] == 0 and codes[1] == -signal.SIGKILL  # deaf to SIGINT: killed
     assert time.monotonic() - started < 10
+
+
+def test_each_member_process_works_in_its_own_worktree_whatever_agentcfg_root_says(
+    repo: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """A person's AGENTCFG_ROOT names the fleet's checkout: each member process, and the host,
+    hooks and agent commands it starts, must still find its own worktree (else every member's
+    claim lands in the one checkout, and one member works the whole roadmap)."""
+    root, env = repo
+    the_fleet = plan(root, "demo", "claude", None, None, 60)
+    members = prepare_members(the_fleet, 2, env)
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    code = "import os, sys; open(sys.argv[1], 'w').write(os.environ['AGENTCFG_ROOT'])"
+    procs = fleet_run.start_members(
+        the_fleet,
+        members,
+        lambda n: [sys.executable, "-c", code, str(seen / str(n))],
+        {**env, "AGENTCFG_ROOT": str(root)},
+    )
+    assert fleet_run.wait_members(procs) == [0, 0]
+    assert [(seen / str(n)).read_text() for n in (1, 2)] == [str(m.root) for m in members]
+
+
+def test_a_step_id_no_lease_can_name_ends_a_member_instead_of_waiting_forever(
+    repo: tuple[Path, dict[str, str]],
+) -> None:
+    """Taken on the fleet's branch after the fleet started: the member says so and ends."""
+    root, env = repo
+    the_fleet = plan(root, "demo", "claude", None, None, 60)
+    (one,) = prepare_members(the_fleet, 1, env)
+    (root / "roadmaps" / "demo.md").write_text(
+        "---\nexecution:\n  mode: autonomous\n---\n## Phase \uff11\n- [ ] **\uff11.\uff11** fullwidth\n"
+    )
+    git(root, "-c", "user.email=f@example.invalid", "-c", "user.name=f", "commit", "-qam", "ids")
+    waits: list[float] = []
+    with pytest.raises(AgentcfgError, match=r"step \uff11\.\uff11 of `demo` cannot be leased"):
+        member_loop(the_fleet, one, 1, agent(env, []), env, timeout=30, sleep=waits.append)
+    assert waits == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentcfg.errors import LeaseError
-from agentcfg.leases import Store, ref_of
+from agentcfg.leases import MAX_TTL, Store, ref_of
 
 NOW = 1_800_000_000.0
 
@@ -135,3 +136,51 @@ def test_fifty_racing_takers_on_two_clones_leave_exactly_one_holder(tmp_path: Pa
     clones[0].take("other", "2.1", "s-x", host="codex", now=NOW)
     assert [(x.slug, x.step) for x in clones[1].all()] == [("demo", "1.1"), ("other", "2.1")]
     assert [x.step for x in clones[1].all("other")] == ["2.1"]
+
+
+def forge(repo: Path, slug: str, at: str, **fields: object) -> None:
+    """A lease record written by hand under step `at`'s ref, as anyone with git can."""
+    record = {"slug": slug, "step": at, "holder": "ghost", "host": "claude", "machine": "m",
+              "taken": "2027-01-15T08:00:00Z", "expires": "2099-01-01T00:00:00Z", "fence": 7,
+              **fields}  # fmt: skip
+    tree = git(repo, "hash-object", "-t", "tree", "-w", "/dev/null")
+    commit = git(repo, "commit-tree", tree, "-m", json.dumps(record))
+    git(repo, "update-ref", ref_of(slug, at), commit)
+
+
+def test_a_hand_written_lease_that_outlives_the_longest_lease_holds_nothing(repo: Path) -> None:
+    """A ghost, or a holder's own lease extended by hand: no take or renewal writes an expiry
+    further ahead than the longest lease, so such a record holds its step for no one."""
+    store = Store(repo)
+    forge(repo, "demo", "1.1")
+    _, ghost = store.read("demo", "1.1")
+    assert ghost is not None and ghost.forged(NOW) and not ghost.live(NOW)
+    taken = store.take("demo", "1.1", "s-a", host="claude", now=NOW, ttl=60)
+    assert taken is not None and taken.fence == 8
+    forge(repo, "demo", "1.1", holder="s-a", fence=8)  # s-a extends its own lease by hand
+    assert store.take("demo", "1.1", "s-b", host="claude", now=NOW + 1, ttl=60) is not None
+    forge(repo, "demo", "1.2", expires="2027-01-15T08:30:00Z")  # within the longest lease
+    assert store.take("demo", "1.2", "s-b", host="claude", now=NOW, ttl=60) is None
+
+
+def test_a_record_under_another_steps_ref_holds_neither_step(repo: Path) -> None:
+    store = Store(repo)
+    forge(repo, "demo", "1.1", step="1.2", expires="2027-01-15T08:30:00Z")
+    assert store.read("demo", "1.1")[1] is None
+    assert store.all("demo") == []
+    assert store.take("demo", "1.2", "s-a", host="claude", now=NOW, ttl=60) is not None
+    assert store.take("demo", "1.1", "s-b", host="claude", now=NOW, ttl=60) is not None
+
+
+def test_a_lease_is_renewed_by_its_holder_only(repo: Path) -> None:
+    store = Store(repo)
+    mine = store.take("demo", "1.1", "s-a", host="claude", now=NOW, ttl=60)
+    assert mine is not None
+    forge(repo, "demo", "1.1", holder="s-b", fence=1, expires="2027-01-15T08:30:00Z")
+    assert store.renew(mine, now=NOW + 30, ttl=60) is None
+    assert store.read("demo", "1.1")[1].holder == "s-b"  # type: ignore[union-attr]
+
+
+def test_no_lease_lasts_longer_than_the_longest_lease(repo: Path) -> None:
+    with pytest.raises(LeaseError, match="a lease lasts at most 24h"):
+        Store(repo).take("demo", "1.1", "s-a", host="claude", now=NOW, ttl=MAX_TTL + 1)

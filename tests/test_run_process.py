@@ -213,6 +213,7 @@ def test_until_ends_a_host_that_hangs_at_the_deadline(host: Host) -> None:
     assert gone(host.pids(), within=2)
 
 
+@pytest.mark.slow  # a kill test: it waits out both graces
 def test_until_ends_a_host_deaf_to_signals_after_a_grace(host: Host) -> None:
     host.script(DEAF)
     started = time.monotonic()
@@ -271,6 +272,7 @@ def test_ctrl_c_twice_ends_a_deaf_host_at_once(host: Host) -> None:
     assert gone(family, within=2), [p for p in family if alive(p)]
 
 
+@pytest.mark.slow  # a kill test: it waits out both graces
 def test_ctrl_c_once_ends_a_deaf_host_within_the_grace(host: Host) -> None:
     host.script(DEAF)
     driver = host.start()

@@ -41,7 +41,7 @@ def busy(ws: Path) -> Path:
 
 
 def test_one_frame(busy: Path, snapshot: SnapshotAssertion) -> None:
-    result = run_cli("watch", "--once", at=[T0 + 600])
+    result = run_cli("watch", "--once", env={"COLUMNS": "100"}, at=[T0 + 600])
     assert result.exit_code == 0
     assert result.output == snapshot
 
@@ -145,3 +145,60 @@ def test_a_fleet_shows_its_members_and_who_holds_which_step(
 
 def test_without_a_fleet_there_is_no_fleet_table(busy: Path) -> None:
     assert "fleet ·" not in watch.frame(Workspace(busy), {}, T0 + 600)
+
+
+def one_claim(ws: Path) -> str:
+    """A claimed run that engaged once: its session key."""
+    root = Workspace(ws)
+    key = claims.claim(root, "session-one", "demo", now=T0, max_iterations=10).claim.key
+    append(ws, "engage", T0 + 60, key, "demo", open=4, iterations=1, tokens={"total": 500})
+    return key
+
+
+def status_at(ws: Path, at: float) -> str:
+    (view,) = watch.snapshot(Workspace(ws), {}, watch.LedgerTail(Workspace(ws)), at)
+    return view.status
+
+
+def test_a_complete_run_reads_complete_not_running(ws: Path) -> None:
+    key = one_claim(ws)
+    append(ws, "complete", T0 + 120, key, "demo", open=0, iterations=1)
+    assert status_at(ws, T0 + 130) == "complete"
+
+
+def test_a_stop_then_a_resume_with_no_driver_left_reads_stopped(ws: Path) -> None:
+    key = one_claim(ws)
+    root = Workspace(ws)
+    controls.stop(root, ["demo"], "terminal", T0 + 100)
+    append(ws, "stopped", T0 + 101, key, "demo", starts=1, restarts=0, by="terminal")
+    assert status_at(ws, T0 + 110) == "stopped by a person"
+    controls.resume(root, "demo", "terminal", T0 + 200)
+    assert status_at(ws, T0 + 210) == "stopped by a person"
+    frame = watch.frame(root, {}, T0 + 210)
+    assert "running" not in frame
+
+
+def test_a_run_nothing_reports_on_reads_idle_and_a_wait_reads_waiting(ws: Path) -> None:
+    from agentcfg.core.report import IDLE_AFTER, WAIT_GRACE
+
+    key = one_claim(ws)
+    assert status_at(ws, T0 + 61) == "running"
+    assert status_at(ws, T0 + 61 + IDLE_AFTER) == "idle since 14:14"
+    append(ws, "paused-usage-limit", T0 + 100, key, "demo", resume_at="2026-09-21T15:00:00Z")
+    assert status_at(ws, T0 + 200) == "waiting until 15:00"
+    assert status_at(ws, T0 + 3600 + WAIT_GRACE) == "idle since 14:15"
+
+
+def test_under_80_columns_the_table_keeps_what_matters(
+    busy: Path, snapshot: SnapshotAssertion
+) -> None:
+    frame = watch.frame(Workspace(busy), {}, T0 + 600, width=64)
+    assert max(len(line) for line in frame.splitlines()) <= 64
+    assert "next step" not in frame and "stopped by a" in frame  # its words wrapped, not cut
+    assert frame == snapshot
+
+
+def test_once_follows_the_shells_width(busy: Path) -> None:
+    narrow = run_cli("watch", "--once", env={"COLUMNS": "64"}, at=[T0 + 600])
+    assert "next step" not in narrow.output and "iteration" in narrow.output
+    assert "next step" in run_cli("watch", "--once", env={"COLUMNS": "120"}, at=[T0 + 600]).output

@@ -7,6 +7,7 @@ import os
 import click
 
 from agentcfg import claims, controls
+from agentcfg.agents import agent_session, require_person
 from agentcfg.commands import emit_json, json_option, now, say, workspace
 from agentcfg.core.times import iso
 from agentcfg.hosts.registry import session_env
@@ -49,9 +50,13 @@ def stop(slug: str | None, every: bool, as_json: bool) -> None:
 @json_option
 def resume(slug: str, as_json: bool) -> None:
     """Lift the stop on roadmaps/<SLUG>.md: its runs carry on at their next fire."""
+    ws = workspace()
     by = controls.who(os.environ, session_env())
     inside = claims.find_session(None, os.environ, session_env())
-    result = controls.resume(workspace(), slug, by, now(), inside)
+    why = agent_session(os.environ, ws=ws)
+    if why is not None and not (inside and controls.stopped_on(ws, inside)):
+        require_person("agentcfg resume", why)  # a stopped session's own refusal says more
+    result = controls.resume(ws, slug, by, now(), inside)
     if as_json:
         was = result.was.to_json() if result.was else None
         emit_json({"slug": result.slug, "resumed": was is not None, "by": by, "was": was})

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from agentcfg import install
+from agentcfg.agents import agent_session, require_person
 from agentcfg.commands import say, workspace
 from agentcfg.hosts.registry import HOSTS
 
@@ -41,9 +42,13 @@ def hooks() -> None:
 )
 @dry_run_option
 def install_command(host: str, scope: str, trust: bool, dry_run: bool) -> None:
-    """Merge the stop hook into the host's config file (idempotent)."""
+    """Merge the stop hook into the host's config file (idempotent). With --trust, refused
+    inside any agent's session: the host's trust is the person's to give."""
+    ws = workspace()
+    if trust and not dry_run:
+        require_person("agentcfg hooks install --trust", agent_session(os.environ, ws=ws))
     wiring = install.wire(
-        host, scope, workspace().root, Path.home(), os.environ, trust=trust, dry_run=dry_run
+        host, scope, ws.root, Path.home(), os.environ, trust=trust, dry_run=dry_run
     )
     _report(wiring, dry_run)
 

@@ -48,12 +48,13 @@ def report(
         slug=slug,
         run=run_key,
         keep=limit,
+        now=moment,
     )
     data = built.to_json()
     if page is not None:
         from agentcfg.core import html
 
-        write_page(ws, page, html.render(data))
+        write_page(ws, page, html.render(data, ws.root.name))
     if as_json:
         emit_json(data)
         return
@@ -129,6 +130,10 @@ def render(data: dict[str, Any]) -> str:
                 f"{format_duration(row['wall_seconds']):>6} {_short(spent['total']):>7} "
                 f"{_short(spent['waste']):>7}  {reports.sparkline(row['burndown'])}"
             )
+        told = [row for row in data["rows"] if row["outcome"] in reports.UNENDED]
+        if told:
+            out.append("")
+            out += (f"{row['run'][:8]:<9} {row['said']}" for row in told)
     per = data["steps_closed_per_engagement"]
     out += [
         "",

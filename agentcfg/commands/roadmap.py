@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from agentcfg import audit, finals, fleet, loading, reprove, verify
+from agentcfg.agents import agent_session, require_person
 from agentcfg.commands import bar, emit_json, json_option, now, say, workspace
 from agentcfg.core.evidence import baseline_line, baseline_total, summary
 from agentcfg.core.lint import lint
@@ -238,8 +239,9 @@ def done_command(slug: str, step_query: str, no_verify: bool) -> None:
     """Run a step's verify line and, when it passes, mark the step's box done."""
     ws = workspace()
     slug = ws.canonical(slug)
-    if membership_path(ws, slug).exists():  # a fleet member closes its own leased step only
-        fleet.require_lease(ws, slug, verify.find_step(loading.load(ws, slug), step_query).id)
+    # a fleet member closes its own leased step only, and no one a step another member leases
+    step_id = verify.find_step(loading.load(ws, slug), step_query).id
+    fleet.require_lease(ws, slug, step_id, os.environ, now())
     outcome = verify.done(ws, slug, step_query, os.environ, no_verify)
     step, result = outcome.step, outcome.result
     if result is not None and not result.passed:
@@ -266,7 +268,8 @@ def done_command(slug: str, step_query: str, no_verify: bool) -> None:
 def _final_after_last(ws: Workspace, slug: str) -> None:
     """The `done` that closes a run's last open step re-proves every contracted step, as the run
     can end `complete` only on that proof (a fleet member's workspace leaves it to the fleet)."""
-    if membership_path(ws, slug).exists() or not reprove.closed_out(ws, slug, now()):
+    member = membership_path(ws, slug).exists() or os.environ.get(fleet.MEMBER_ENV) == slug
+    if member or not reprove.closed_out(ws, slug, now()):
         return
     say("that was the last open step: every contracted step is re-proven on the tree as it is")
     found = reprove.reprove(
@@ -382,15 +385,19 @@ def trust_command(slug: str, yes: bool, as_json: bool) -> None:
     (per user, outside the repository) and accept the roadmap as the contract.
 
     `roadmap verify` and `roadmap done` run only verify lines trusted here, each for its own
-    step; a line that changes or moves needs trusting again. Refused from inside a session
-    that holds a claim on the roadmap. Never allowlist this command for an agent.
+    step; a line that changes or moves needs trusting again. Refused inside any agent's
+    session (a host's variables in the shell, a host's process among this command's parents,
+    or a live claim of the session the shell names), whatever --yes or --json say. Never
+    allowlist this command for an agent.
     """
     ws = workspace()
+    require_person("agentcfg roadmap trust", agent_session(os.environ, ws=ws))
     plan = verify.plan_trust(ws, slug, os.environ, now())
-    if not as_json:
-        _show_plan(plan)
-        if not yes and sys.stdin.isatty() and not click.confirm("Trust and accept?"):
-            raise RoadmapError(f"nothing trusted or accepted for `{plan.slug}`")
+    asks = not yes and sys.stdin.isatty()  # --json on a terminal asks too, on stderr
+    if not as_json or asks:
+        _show_plan(plan, err=as_json)
+    if asks and not click.confirm("Trust and accept?", err=as_json):
+        raise RoadmapError(f"nothing trusted or accepted for `{plan.slug}`")
     store, runs = verify.trust_roadmap(ws, plan, os.environ, now())
     notify = verify.trust_notify(ws, os.environ, now())
     if as_json:
@@ -408,18 +415,23 @@ def trust_command(slug: str, yes: bool, as_json: bool) -> None:
         say(f"the contract of {plural(runs, 'run')} on `{plan.slug}` now starts from the roadmap")
 
 
-def _show_plan(plan: verify.TrustPlan) -> None:
+def _show_plan(plan: verify.TrustPlan, err: bool = False) -> None:
     if not plan.steps:
-        say(f"roadmap `{plan.slug}` has no verify lines to trust")
+        say(f"roadmap `{plan.slug}` has no verify lines to trust", err)
     else:
-        say(f"verify lines of roadmap `{plan.slug}`, each run by `sh` from the workspace root:")
+        say(
+            f"verify lines of roadmap `{plan.slug}`, each run by `sh` from the workspace root:", err
+        )
         for step in plan.steps:
-            say(f"  {step.name}: {step.verify}")
+            say(f"  {step.name}: {step.verify}", err)
     if plan.changes:
-        say("changes to the contract since its runs began (accepting them makes them yours):")
+        say("changes to the contract since its runs began (accepting them makes them yours):", err)
         for change in plan.changes:
-            say(f"  {change}")
+            say(f"  {change}", err)
     if plan.checks:
-        say("files the checks read, changed since they were trusted (trusting makes them yours):")
+        say(
+            "files the checks read, changed since they were trusted (trusting makes them yours):",
+            err,
+        )
         for name, files in plan.checks.items():
-            say(f"  {name}: {', '.join(files)}")
+            say(f"  {name}: {', '.join(files)}", err)

@@ -10,12 +10,14 @@ from pathlib import Path
 
 import click
 
-from agentcfg import driver, fleet_run, verify
+from agentcfg import driver, fleet, fleet_run, verify
+from agentcfg.agents import agent_session, require_person
 from agentcfg.commands import clock, count, duration, emit_json, json_option, say, workspace
 from agentcfg.core import unattended
 from agentcfg.core.evidence import baseline_line, baseline_total
 from agentcfg.errors import AgentcfgError
-from agentcfg.leases import TTL
+from agentcfg.leases import TTL, check_ttl
+from agentcfg.workspace import Workspace
 
 
 def _passed_on(
@@ -119,9 +121,14 @@ def run(
         utc_offset=offset,
         max_wait=unattended.LIMIT_WAIT if max_wait is None else max_wait,
     )
+    if (member is None) != (fleet_root is None):  # alone, --member would act as --force
+        raise click.UsageError("--member and --fleet-root are a fleet's own: they go together")
     ws = workspace()
+    require_person("agentcfg run", agent_session(os.environ, ws=ws))  # a fresh run is theirs
     if agents is None and member is None and (into or coordinate or lease_ttl):
         raise click.UsageError("--into, --coordinate and --lease-ttl go with --agents")
+    if lease_ttl is not None:
+        check_ttl(lease_ttl)
     request = driver.Request(slug, host, policy, extra, force or member is not None, fresh_per_step)
     ready = driver.prepare(ws, request, os.environ, Path.home())
     signal.signal(signal.SIGTERM, driver.on_sigterm)
@@ -144,13 +151,14 @@ def run(
             [*options, "--", *extra], baseline=baseline,
         )  # fmt: skip
         raise SystemExit(code)
-    if member is not None and fleet_root is not None:
+    if member is not None and fleet_root is not None:  # a fleet's member: the fleet's leases
         shown = lambda line: say(f"[{member}] {line}", err=as_json)  # noqa: E731
+        env = fleet.member_env(os.environ, Workspace(Path(fleet_root)).canonical(slug))
         raise SystemExit(
             fleet_run.run_member(
                 ws, Path(fleet_root), slug, host, member, into, coordinate, lease_ttl or TTL,
                 lambda tree, step: driver.drive(
-                    tree, replace(request, step=step), ready, os.environ, clock(), shown
+                    tree, replace(request, step=step), ready, env, clock(), shown
                 ),
             )
         )  # fmt: skip

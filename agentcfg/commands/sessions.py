@@ -9,12 +9,13 @@ from typing import Any
 import click
 
 from agentcfg import claims, controls, fleet, loading
+from agentcfg.agents import agent_session
 from agentcfg.commands import count, duration, emit_json, json_option, now, say, workspace
 from agentcfg.core.times import format_duration, iso
 from agentcfg.doctor import cap_findings
-from agentcfg.errors import AgentcfgError
 from agentcfg.hosts.registry import host_of, session_env
 from agentcfg.leases import TTL
+from agentcfg.membership import read_membership
 from agentcfg.workspace import Workspace
 
 session_option = click.option(
@@ -58,7 +59,8 @@ def claim_command(
     coordinate: str | None,
     lease_ttl: float | None,
 ) -> None:
-    """Bind this session to roadmaps/<SLUG>.md and start a fresh run.
+    """Bind this session to roadmaps/<SLUG>.md and start a fresh run; from inside the session,
+    a claim on the roadmap it holds keeps its run as it is (only a person starts it afresh).
 
     Where no session id is visible (Gemini CLI's shell tool), the claim waits for the session
     whose next turn end shows the token it prints. With --step the session works as a member of
@@ -67,24 +69,25 @@ def claim_command(
     ws = workspace()
     if step is None and (coordinate is not None or lease_ttl is not None):
         raise click.UsageError("--coordinate and --lease-ttl go with --step")
-    lease = None
-    if step is not None:
-        host = host_of(os.environ)
-        lease = fleet.join(
-            ws, slug, step, host=host.NAME if host else "unknown", coordinate=coordinate,
-            now=now(), ttl=lease_ttl or TTL,
-        )  # fmt: skip
-    try:
-        _claim(ws, slug, force, session, max_iterations, wall_clock, max_tokens)
-    except AgentcfgError:
-        if lease is not None:
-            fleet.leave(ws, lease.slug, now())
-        raise
-    if lease is not None:
-        say(
-            f"leased step {lease.step} of `{lease.slug}` (fence {lease.fence}) until "
-            f"{iso(lease.expires)}: close this step only; each turn end renews the lease"
-        )
+    inside = agent_session(os.environ, ws=ws) is not None
+    if step is None:
+        _claim(ws, slug, force, session, max_iterations, wall_clock, max_tokens, inside)
+        return
+    held = read_membership(ws, ws.canonical(slug))
+    if inside and held is not None:  # a member's agent works the one step it leases
+        fleet.require_lease(ws, held.slug, fleet.step_of(ws, held, step))
+    host = host_of(os.environ)
+    lease = fleet.claim_step(
+        ws, slug, step,
+        lambda: _claim(ws, slug, force, session, max_iterations, wall_clock, max_tokens, inside),
+        session_id=claims.find_session(session, os.environ, session_env()), force=force,
+        inside=inside, host=host.NAME if host else "unknown", coordinate=coordinate, now=now(),
+        ttl=lease_ttl or TTL,
+    )  # fmt: skip
+    say(
+        f"leased step {lease.step} of `{lease.slug}` (fence {lease.fence}) until "
+        f"{iso(lease.expires)}: close this step only; each turn end renews the lease"
+    )
 
 
 def _claim(
@@ -95,6 +98,7 @@ def _claim(
     max_iterations: int | None,
     wall_clock: float | None,
     max_tokens: int | None,
+    inside: bool,
 ) -> None:
     max_iterations, wall_clock, cut = claims.clamp_budget(max_iterations, wall_clock)
     for line in cut:
@@ -109,6 +113,7 @@ def _claim(
             max_iterations=max_iterations,
             wall_clock=wall_clock,
             max_tokens=max_tokens,
+            inside=inside,
         )
         slug = pending.slug
         say(f"claimed roadmap `{slug}` for the session that shows {pending.token}")
@@ -126,8 +131,18 @@ def _claim(
             max_iterations=max_iterations,
             wall_clock=wall_clock,
             max_tokens=max_tokens,
+            inside=inside,
         )
         slug = result.claim.slug
+        if result.kept:
+            run = claims.shown_run(claims.read_run(ws, result.claim))
+            budget = max_iterations or wall_clock or max_tokens
+            say(
+                f"session {session_id} holds roadmap `{slug}` already: its run goes on as it "
+                f"was ({run}{'; its budget as first claimed' if budget else ''}); only a "
+                "person starts it afresh, from their own terminal"
+            )
+            return
         for peer in result.displaced:
             say(f"took roadmap `{slug}` over from session {peer.session_id}")
         if result.replaced is not None:
@@ -154,14 +169,17 @@ def _claim(
 @sessions.command("release")
 @session_option
 def release_command(session: str | None) -> None:
-    """Remove this session's claim and its run."""
+    """Remove this session's claim and its run (from inside an agent's session, the run's
+    state stays: claiming again there cannot start it afresh)."""
+    ws = workspace()
     session_id = claims.resolve_session(session, os.environ, session_env())
     inside = any(os.environ.get(name) == session_id for name in session_env())
-    released = claims.release(workspace(), session_id, now=now(), inside=inside)
+    inside = inside or agent_session(os.environ, ws=ws) is not None
+    released = claims.release(ws, session_id, now=now(), inside=inside)
     if released is None:
         say(f"session {session_id} holds no claim")
     else:
-        by = " from inside that session" if inside else ""
+        by = " from inside an agent's session; its run stays as it was" if inside else ""
         say(f"released roadmap `{released.slug}` for session {session_id}{by}")
 
 
@@ -171,7 +189,9 @@ def list_command(as_json: bool) -> None:
     """Every claim with its age, roadmap progress and run state."""
     ws = workspace()
     moment = now()
-    rows = [claims.describe(ws, c, moment) for c in claims.all_claims(ws)]
+    found = claims.all_claims(ws)
+    rows = [claims.describe(ws, c, moment) for c in found]
+    _told(ws, list(zip(found, rows, strict=True)), moment)
     if as_json:
         emit_json(rows)
         return
@@ -180,6 +200,23 @@ def list_command(as_json: bool) -> None:
         return
     for row in rows:
         say(_line(row))
+
+
+def _told(ws: Workspace, rows: list[tuple[claims.Claim, dict[str, Any]]], moment: float) -> None:
+    """Each claim's run as the ledger tells it (`report`'s own fold): `state` on its row."""
+    if not rows:
+        return
+    from agentcfg import state
+    from agentcfg.core import report
+
+    folder = report.Folder(keep=1)
+    for line in state.ledger_lines(ws.state):
+        folder.take(line)
+    for claim, row in rows:
+        run = folder.current(claim.key, claim.slug)
+        if run is not None:
+            outcome, said = report.settle(run, moment)
+            row["state"] = {"outcome": outcome, "said": said}
 
 
 def _line(row: dict[str, Any]) -> str:
@@ -191,7 +228,10 @@ def _line(row: dict[str, Any]) -> str:
     if progress and progress["blocked"]:
         done += f", {progress['blocked']} blocked"
     run = row["run"]
-    if run is None:
+    told = row.get("state")
+    if run is not None and told is not None and told["outcome"] != "running":
+        state = f"{told['said']}; {run['iterations']} iterations"  # as `report` tells it
+    elif run is None:
         state = "no run"
     elif run["halted"]:
         state = f"halted: {run['halted']} after {run['iterations']} iterations"
@@ -210,7 +250,10 @@ def show_command(session: str | None, as_json: bool) -> None:
     ws = workspace()
     session_id = claims.resolve_session(session, os.environ, session_env())
     found = claims.read_claim(ws, claims.session_key(session_id))
-    row = claims.describe(ws, found, now()) if found else None
+    moment = now()
+    row = claims.describe(ws, found, moment) if found else None
+    if found is not None and row is not None:
+        _told(ws, [(found, row)], moment)
     if as_json:
         emit_json(row)
         return

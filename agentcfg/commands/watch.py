@@ -20,6 +20,8 @@ def watch(once: bool) -> None:
 
     time = clock()
     if once:
-        click.echo(live.frame(workspace(), os.environ, time.now()), nl=False)
+        width = os.environ.get("COLUMNS", "")  # the shell's width: under 80 the table narrows
+        columns = int(width) if width.isdigit() and 20 <= int(width) <= 1000 else None
+        click.echo(live.frame(workspace(), os.environ, time.now(), columns), nl=False)
     else:
         live.follow(workspace(), os.environ, time.now, sleep=time.sleep)

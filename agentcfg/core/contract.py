@@ -142,11 +142,21 @@ def deciding(
     return found
 
 
+def by_text(receipts: tuple[Receipt, ...]) -> dict[str, tuple[Receipt, ...]]:
+    """The receipts of each step's text, oldest first: a term is held only against its own,
+    so judging stays linear in the steps and the receipts, however many of each."""
+    found: dict[str, list[Receipt]] = {}
+    for r in receipts:
+        found.setdefault(r.text, []).append(r)
+    return {text: tuple(mine) for text, mine in found.items()}
+
+
 def judge(
     contract: Contract, roadmap: Roadmap, receipts: tuple[Receipt, ...], now: float
 ) -> Judgement:
     """How the roadmap stands against the contract."""
     hashes = {id(s): text_hash(s.text) for s in roadmap.steps}
+    held = by_text(receipts)
     matched = _match(contract.terms, roadmap.steps, hashes)
     taken = {id(s) for s in matched if s is not None}
     changes: list[Change] = []
@@ -157,7 +167,7 @@ def judge(
     closed = 0
     for term, step in zip(contract.terms, matched, strict=True):
         closing = step.id if step is not None else None
-        if (step is None or step.mark == "done") and proven(term, receipts, closing):
+        if (step is None or step.mark == "done") and proven(term, held.get(term.text, ()), closing):
             closed += 1  # what is done with a receipt stays done, however the text moves on
             continue
         change = _change(term, step, hashes)
@@ -200,15 +210,22 @@ def _match(
     taken: set[int] = set()
     found: list[Step | None] = [None] * len(terms)
     for n, term in enumerate(terms):  # the same text first, where it kept its id
-        same = [s for s in by_text.get(term.text, ()) if id(s) not in taken]
-        pick = next((s for s in same if s.id == term.id), same[0] if same else None)
+        pick = None
+        for step in by_text.get(term.text, ()):
+            if id(step) not in taken:
+                if step.id == term.id:
+                    pick = step
+                    break
+                pick = step if pick is None else pick
         if pick is not None:
             found[n] = pick
             taken.add(id(pick))
+    if None not in found:
+        return found
     by_id = {s.id: s for s in steps}
     for n, term in enumerate(terms):  # then a reworded step, where its id still is
-        same_id = by_id.get(term.id)
-        if found[n] is None and same_id is not None and id(same_id) not in taken:
+        same_id = by_id.get(term.id) if found[n] is None else None
+        if same_id is not None and id(same_id) not in taken:
             found[n] = same_id
             taken.add(id(same_id))
     return found
@@ -236,19 +253,16 @@ def grown(contract: Contract, joining: tuple[Term, ...]) -> Contract:
 
 
 def to_json(contract: Contract) -> dict[str, Any]:
+    """The record's body: each step a list `[id, text, verify, blocked, since]`, `since` null
+    when the step joined as the run began (most do), so a record stays near 100 bytes a step."""
     from agentcfg.core.times import iso_ms
 
+    started = contract.started_at
     return {
         "mode": contract.mode,
-        "started_at": iso_ms(contract.started_at),
+        "started_at": iso_ms(started),
         "steps": [
-            {
-                "id": t.id,
-                "text": t.text,
-                "verify": t.verify,
-                "blocked": t.blocked,
-                "since": iso_ms(t.since),
-            }
+            [t.id, t.text, t.verify, t.blocked, None if t.since == started else iso_ms(t.since)]
             for t in contract.terms
         ],
         "warned": list(contract.warned),
@@ -256,7 +270,8 @@ def to_json(contract: Contract) -> dict[str, Any]:
 
 
 def from_json(data: dict[str, Any]) -> Contract | None:
-    """A contract from its JSON, or None when anything has the wrong shape."""
+    """A contract from its JSON, or None when anything has the wrong shape. A step written by
+    an earlier version, an object of named fields, reads the same."""
     from agentcfg.core.times import parse_iso
 
     mode, started, steps, warned = (
@@ -273,16 +288,23 @@ def from_json(data: dict[str, Any]) -> Contract | None:
         return None
     terms: list[Term] = []
     for item in steps:
-        since = parse_iso(item.get("since")) if isinstance(item, dict) else None
-        if since is None or not isinstance(item, dict):
+        if isinstance(item, dict):
+            ident, text, verify, blocked = (
+                item.get(k) for k in ("id", "text", "verify", "blocked")
+            )
+            since = parse_iso(item.get("since"))
+        elif isinstance(item, list) and len(item) == 5:
+            ident, text, verify, blocked, joined = item
+            since = started if joined is None else parse_iso(joined)
+        else:
             return None
-        fields = (item.get("id"), item.get("text"), item.get("verify"), item.get("blocked"))
         if not (
-            isinstance(fields[0], str)
-            and isinstance(fields[1], str)
-            and isinstance(fields[2], (str, type(None)))
-            and isinstance(fields[3], bool)
+            since is not None
+            and isinstance(ident, str)
+            and isinstance(text, str)
+            and isinstance(verify, (str, type(None)))
+            and isinstance(blocked, bool)
         ):
             return None
-        terms.append(Term(fields[0], fields[1], fields[2], fields[3], since))
+        terms.append(Term(ident, text, verify, blocked, since))
     return Contract(mode, started, tuple(terms), tuple(warned))

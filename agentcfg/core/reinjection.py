@@ -6,8 +6,11 @@ from __future__ import annotations
 from agentcfg.core.roadmap import Counts, Step, clip
 
 
-def reinjection(slug: str, counts: Counts, step: Step | None) -> str:
-    """What the agent needs to carry on after its earlier turns were summarised away."""
+def reinjection(slug: str, counts: Counts, step: Step | None, leased: str | None = None) -> str:
+    """What the agent needs to carry on after its earlier turns were summarised away.
+
+    `leased`: the id of the step a fleet member leases; `step` is then that step (None once
+    it is closed), never the roadmap's first open one, which may be another member's."""
     from agentcfg.core.texts import close_command, plural
 
     closed = counts.total - counts.open - counts.blocked
@@ -17,6 +20,14 @@ def reinjection(slug: str, counts: Counts, step: Step | None) -> str:
         f"(roadmaps/{slug}.md): {plural(counts.open, 'open step')}{blocked}, "
         f"{closed} of {counts.total} closed. Your context was compacted; this is where the run stands."
     ]
+    if leased is not None:
+        lines.append(
+            f"This session is a member of a fleet on the roadmap: it works step {leased}, the "
+            "one it leases, and no other; other members work the rest."
+        )
+        if step is None:
+            lines.append(f"The step {leased} you lease is closed: end the turn.")
+            return "\n".join(lines)
     if step is None:
         lines.append("No step is open: end the turn, and the run ends as complete.")
         return "\n".join(lines)

@@ -1,9 +1,13 @@
 """What the continuations did, from the ledger in one streaming pass: runs, totals, burndowns.
 
 Pure: an iterable of ledger lines and the filters in, a Report out. A run starts at its
-`claimed` event (or its first line) and lasts until the next claim of that session and
-roadmap: an ending followed by new work is the same run going on. Memory stays bounded:
+`claimed` event (or its first line) and lasts until a claim of that session and roadmap after
+its ending: an ending followed by new work is the same run going on, and a claim the session
+makes again while its run goes on (a re-claim) is the same run too. Memory stays bounded:
 finished runs beyond `keep` are folded into the totals and only the newest are kept as rows.
+
+This fold is the one place a run's outcome and counts are told: `report`, its page, `watch` and
+`sessions` all read them from here (`Folder`, `settle`).
 """
 
 from __future__ import annotations
@@ -35,6 +39,17 @@ ENDINGS = (
     "halt-until",
     "interrupted",
 )
+# a person's stop: the driver's ending and the hook's note of it; not a rung of the ladder
+STOPPED = "stopped"
+# `agentcfg run` waiting for a usage limit to reset or for its window to open
+WAITS = ("paused-usage-limit", "paused-window")
+# what a run without an ending is: its driver or session still reports, or they are gone
+IDLE_AFTER = 3600.0  # no event of the run for this long: nothing drives it any more
+WAIT_GRACE = 600.0  # a wait whose resume time passed this long ago: its driver is gone
+# what a run is that has no ending of the ladder's: their words tell why
+UNENDED = (STOPPED, "waiting", "idle", "running")
+_ENDED = frozenset((*ENDINGS, STOPPED))  # what ends a run: a claim after it starts another
+TIMELINE_KEPT = 128  # marks, waits and closes per run on its timeline
 CHANGES_KEPT = 100
 # runs seen at once before the oldest ended one is folded into the totals
 OPEN_RUNS = 4096
@@ -98,6 +113,65 @@ class Spending:
 
 
 @dataclass
+class Timeline:
+    """A run on a time axis: its engagements, the open steps as they changed, its waits (a usage
+    limit, a window, a person's stop) as spans, restarts of its host, and each step it closed."""
+
+    engagements: collections.deque[tuple[float, int, str | None]] = field(
+        default_factory=lambda: collections.deque(maxlen=TIMELINE_KEPT)
+    )  # (at, number, step named)
+    open: collections.deque[tuple[float, int]] = field(
+        default_factory=lambda: collections.deque(maxlen=TIMELINE_KEPT)
+    )  # (at, steps open)
+    waits: collections.deque[list[Any]] = field(
+        default_factory=lambda: collections.deque(maxlen=TIMELINE_KEPT)
+    )  # [kind, from, until or None while it lasts, by]
+    restarts: collections.deque[tuple[float, str]] = field(
+        default_factory=lambda: collections.deque(maxlen=TIMELINE_KEPT)
+    )  # (at, reason)
+    closes: collections.deque[tuple[float, str, int]] = field(
+        default_factory=lambda: collections.deque(maxlen=TIMELINE_KEPT)
+    )  # (at, step, engagement: 0 is the person's own turn)
+
+    def point(self, at: float, open_count: int) -> None:
+        if not self.open or self.open[-1][1] != open_count:
+            self.open.append((at, open_count))
+
+    def wait(self, kind: str, at: float, until: float | None, by: str | None = None) -> None:
+        self.end_waits(at)
+        self.waits.append([kind, at, until, by])
+
+    def end_waits(self, at: float, kinds: tuple[str, ...] = WAITS) -> None:
+        """Close the spans of these kinds still open: what they waited for came at `at`."""
+        for span in self.waits:
+            if span[0] in kinds and (span[2] is None or span[2] > at) and span[1] <= at:
+                span[2] = at
+
+    def to_json(self, costs: dict[int, int | None]) -> dict[str, Any]:
+        return {
+            "engagements": [
+                {"at": iso(at), "engagement": n, "step": step, "tokens": costs.get(n)}
+                for at, n, step in self.engagements
+            ],
+            "open": [{"at": iso(at), "open": n} for at, n in self.open],
+            "waits": [
+                {
+                    "kind": kind,
+                    "from": iso(start),
+                    "until": None if end is None else iso(end),
+                    "by": by,
+                }
+                for kind, start, end, by in self.waits
+            ],
+            "restarts": [{"at": iso(at), "reason": reason} for at, reason in self.restarts],
+            "closes": [
+                {"at": iso(at), "step": step, "engagement": n, "tokens": costs.get(n)}
+                for at, step, n in self.closes
+            ],
+        }
+
+
+@dataclass
 class Run:
     run: str
     slug: str
@@ -120,8 +194,21 @@ class Run:
     pending: tuple[int, str | None, int | None] | None = None  # an engagement awaiting its cost
     proven: int | None = None  # contracted steps closed by a receipt, as the last fire saw
     contract: int | None = None  # steps in the run's contract; None: no fire told it
+    ended_at: float | None = None  # when its ending was recorded
+    last_event: str = ""
+    stop: tuple[float, str] | None = None  # a person's stop in effect: when, by what
+    stopped: tuple[float, str] | None = None  # the last stop, kept once lifted
+    resumed_at: float | None = None  # the person lifted the stop then
+    resume_at: float | None = None  # the wait the driver last recorded ends then
+    said: str = "running"  # the outcome in plain words
+    timeline: Timeline = field(default_factory=lambda: Timeline())
+
+    @property
+    def ended(self) -> bool:
+        return self.outcome in _ENDED
 
     def to_json(self) -> dict[str, Any]:
+        costs = {e.number: e.tokens for e in self.spend}
         return {
             "run": self.run,
             "slug": self.slug,
@@ -131,6 +218,9 @@ class Run:
             "proven": self.proven,
             "contract": self.contract,
             "outcome": self.outcome,
+            "said": self.said,
+            "last": iso(self.last),
+            "ended": None if self.ended_at is None else iso(self.ended_at),
             "cut_short": self.cut_short,
             "wall_seconds": round(self.last - self.started, 3),
             "burndown": list(self.burndown),
@@ -138,6 +228,7 @@ class Run:
                 **self.spending.to_json(self.closed),
                 "engagements": [e.to_json() for e in self.spend],
             },
+            "timeline": self.timeline.to_json(costs),
         }
 
 
@@ -152,6 +243,9 @@ class Fleet:
     members: dict[str, collections.Counter[str]] = field(default_factory=dict)
     holding: dict[tuple[str, str], str] = field(default_factory=dict)  # (slug, step) -> member
     counts: collections.Counter[str] = field(default_factory=collections.Counter)
+    # per member, each lease it held as a span: [step, from, until or None, how it ended]
+    lanes: dict[str, collections.deque[list[Any]]] = field(default_factory=dict)
+    held: dict[tuple[str, str], list[Any]] = field(default_factory=dict)  # the open spans
 
     def add(self, name: str, event: dict[str, Any]) -> None:
         member, place = (
@@ -166,6 +260,22 @@ class Fleet:
             self.holding[place] = member
         else:
             self.holding.pop(place, None)
+        at = event.get("_at")
+        at = at if isinstance(at, float) else parse_iso(event.get("at"))
+        if at is not None:
+            self._span(name, member, place, at)
+
+    def _span(self, name: str, member: str, place: tuple[str, str], at: float) -> None:
+        """A lease on the member's lane, from `leased` until the step is integrated, reopened,
+        taken over or lost."""
+        before = self.held.pop(place, None)
+        if before is not None and before[2] is None:
+            before[2], before[3] = at, "expired" if name == "leased" else name
+        if name == "leased":
+            span = [place[1], at, None, None]
+            lane = self.lanes.setdefault(member, collections.deque(maxlen=TIMELINE_KEPT))
+            lane.append(span)
+            self.held[place] = span
 
     def to_json(self) -> dict[str, Any] | None:
         if not self.counts:
@@ -191,6 +301,18 @@ class Fleet:
                 {"slug": slug, "step": step, "member": member}
                 for (slug, step), member in sorted(self.holding.items())
             ],
+            "lanes": {
+                member: [
+                    {
+                        "step": step,
+                        "from": iso(start),
+                        "until": None if end is None else iso(end),
+                        "ended": how,
+                    }
+                    for step, start, end, how in spans
+                ]
+                for member, spans in sorted(self.lanes.items())
+            },
         }
 
 
@@ -207,6 +329,9 @@ class Report:
     refusals: collections.Counter[str] = field(default_factory=collections.Counter)
     longest_streak: int = 0
     released_inside: int = 0  # releases the claimed session ran itself
+    wall: float = 0.0  # the runs' wall time, summed
+    proven: int = 0  # steps proven of the contracts of the runs that had one
+    contracted: int | None = None  # steps in those contracts; None: no run had one
     spending: Spending = field(default_factory=Spending)
     costliest_run: Run | None = None
     rows: list[Run] = field(default_factory=list)
@@ -241,6 +366,10 @@ class Report:
             "shadow_would_engage": self.events["shadow-engage"],
             "cut_short_by_host": self.events["cut-short"],
             "longest_engagement_streak": self.longest_streak,
+            "wall_seconds": round(self.wall, 3),
+            "proven": None
+            if self.contracted is None
+            else {"proven": self.proven, "contract": self.contracted},
             "refusals": dict(sorted(self.refusals.items())),
             "verified": self.events["verified"],
             "marked_done": self.events["marked-done"],
@@ -263,29 +392,61 @@ def build(
     slug: str | None = None,
     run: str | None = None,
     keep: int = 20,
+    now: float | None = None,
 ) -> Report:
-    """Fold ledger lines into a Report; lines that do not parse are counted and skipped."""
-    report = Report()
-    active: dict[tuple[str, str], Run] = {}
-    finished: collections.deque[Run] = collections.deque(maxlen=keep)
+    """Fold ledger lines into a Report; lines that do not parse are counted and skipped.
+    `now`: the time a run without an ending is judged at (None: as the ledger ends)."""
+    folder = Folder(since=since, slug=slug, run=run, keep=keep)
     for raw in lines:
+        folder.take(raw)
+    return folder.close(now)
+
+
+class Folder:
+    """The fold itself, a line at a time: `build` runs it over a whole ledger; `watch` feeds it
+    the lines it tails and asks for a claim's run as it stands (`current`)."""
+
+    def __init__(
+        self,
+        since: float | None = None,
+        slug: str | None = None,
+        run: str | None = None,
+        keep: int = 20,
+    ) -> None:
+        self.since, self.slug, self.run = since, slug, run
+        self.keep = keep
+        self.report = Report()
+        self.active: dict[tuple[str, str], Run] = {}
+        self.finished: collections.deque[Run] = collections.deque(maxlen=keep)
+
+    def current(self, key: str, slug: str) -> Run | None:
+        """The newest run of this session key on this roadmap, as far as the ledger was read."""
+        return self.active.get((key, slug))
+
+    def take(self, raw: str | bytes) -> None:
+        report = self.report
         report.lines += 1
         event = _event(raw)
         if event is None:
             report.skipped += 1
-            continue
+            return
         at, name, key, event_slug = (
             event["_at"],
             event["event"],
             event.get("run"),
             event.get("slug"),
         )
-        if since is not None and at < since:
-            continue
-        if slug is not None and event_slug != slug:
-            continue
-        if run is not None and not (isinstance(key, str) and key.startswith(run)):
-            continue
+        if self.since is not None and at < self.since:
+            return
+        if self.slug is not None and event_slug != self.slug:
+            return
+        person = name in _PERSON_EVENTS and key is None  # a stop of every run on the roadmap
+        if (
+            self.run is not None
+            and not person
+            and not (isinstance(key, str) and key.startswith(self.run))
+        ):
+            return
         report.matched += 1
         report.events[name] += 1
         if name == "refused":
@@ -294,28 +455,56 @@ def build(
             report.released_inside += 1
         if name in FLEET_EVENTS:
             report.fleet.add(name, event)
-        if not isinstance(key, str) or not isinstance(event_slug, str) or name in _NOT_RUN_EVENTS:
-            continue
+        if person and isinstance(event_slug, str):
+            self._person(name, event_slug, event, at)
+            return
+        if not isinstance(key, str) or not isinstance(event_slug, str):
+            return
         ident = (key, event_slug)
-        current = active.pop(ident, None)  # put back last: the dict runs oldest to newest
-        if current is None or name == "claimed":
+        if name in _NOT_RUN_EVENTS:  # the session's shell: its run's open steps and closes
+            known = self.active.get(ident)
+            if known is not None and name in ("verified", "marked-done"):
+                _closing(report, known, name, event, at)
+            return
+        current = self.active.pop(ident, None)  # put back last: the dict runs oldest to newest
+        if current is None or (name == "claimed" and current.ended):
             if current is not None:
-                _finish(report, finished, current)
+                _finish(report, self.finished, current)
             current = Run(key, event_slug, at, at)
             report.runs_total += 1
-        active[ident] = current
+        self.active[ident] = current
         _apply(report, current, name, event, at)
-        if name in ENDINGS:
-            current.outcome = name
-        if len(active) > OPEN_RUNS:
-            _finish(report, finished, active.pop(next(iter(active))))
-    for leftover in active.values():
-        _finish(report, finished, leftover)
-    report.rows = sorted(finished, key=lambda r: r.started)[-keep:]
-    return report
+        if len(self.active) > OPEN_RUNS:
+            _finish(report, self.finished, self.active.pop(next(iter(self.active))))
+
+    def _person(self, name: str, slug: str, event: dict[str, Any], at: float) -> None:
+        """`stop-requested` and `resumed`: a person's stop of every run on the roadmap."""
+        by = str(event.get("by") or "a person")
+        for run in self.active.values():
+            if run.slug != slug or (run.ended and run.outcome != STOPPED):
+                continue
+            if name == "stop-requested":
+                if run.stop is None:
+                    run.stop = run.stopped = (at, by)
+                    run.timeline.wait(STOPPED, at, None, by)
+            elif run.stop is not None or run.outcome == STOPPED:
+                run.stop = None
+                run.resumed_at = at
+                run.timeline.end_waits(at, (STOPPED,))
+
+    def close(self, now: float | None = None) -> Report:
+        """The report as the ledger read so far tells it, the runs still open judged at `now`."""
+        for leftover in self.active.values():
+            _finish(self.report, self.finished, leftover, now)
+        self.active = {}
+        self.report.rows = sorted(self.finished, key=lambda r: r.started)[-self.keep :]
+        return self.report
 
 
+_PERSON_EVENTS = frozenset({"stop-requested", "resumed"})
 _NOT_RUN_EVENTS = frozenset({"verified", "marked-done", "error", "concern-error"})
+# the run goes on through these: a re-engagement streak is not broken by them
+_STREAK_KEPT = frozenset({"refused", "claimed", "claim-kept", "deferred-quality-gate", "released"})
 
 
 def _event(raw: str | bytes) -> dict[str, Any] | None:
@@ -332,17 +521,54 @@ def _event(raw: str | bytes) -> dict[str, Any] | None:
     return event
 
 
-def _apply(report: Report, run: Run, name: str, event: dict[str, Any], at: float) -> None:
-    run.last = max(run.last, at)
+def _open(event: dict[str, Any]) -> int | None:
     open_count = event.get("open")
     if type(open_count) is not int or not 0 <= open_count <= STEPS_LIMIT:
-        open_count = None  # no roadmap holds that many steps: a forged count
-    if open_count is not None:
-        if run.last_open is not None and open_count < run.last_open:
-            drop = run.last_open - open_count
-            run.closed += drop
-            report.closed += drop
-        run.last_open = open_count
+        return None  # no roadmap holds that many steps: a forged count
+    return open_count
+
+
+def _count_open(report: Report, run: Run, open_count: int | None, at: float) -> None:
+    if open_count is None:
+        return
+    if run.last_open is not None and open_count < run.last_open:
+        drop = run.last_open - open_count
+        run.closed += drop
+        report.closed += drop
+    run.last_open = open_count
+    run.timeline.point(at, open_count)
+
+
+def _closing(report: Report, run: Run, name: str, event: dict[str, Any], at: float) -> None:
+    """A step checked or ticked from the run's own session: the open steps it leaves, and for
+    `marked-done` the step closed, when, and in which engagement."""
+    run.last = max(run.last, at)
+    _count_open(report, run, _open(event), at)
+    step = event.get("step")
+    if name == "marked-done" and isinstance(step, str):
+        run.timeline.closes.append((at, step, run.engagements))
+
+
+def _apply(report: Report, run: Run, name: str, event: dict[str, Any], at: float) -> None:
+    run.last = max(run.last, at)
+    run.last_event = name
+    open_count = _open(event)
+    _count_open(report, run, open_count, at)
+    if name in _ENDED:
+        run.outcome, run.ended_at = name, at
+        if name == STOPPED:
+            by = event.get("by")
+            if run.stop is None:
+                run.stop = run.stopped = (at, str(by) if by else "a person")
+                run.timeline.wait(STOPPED, at, None, run.stop[1])
+    elif name in WAITS:
+        run.resume_at = parse_iso(event.get("resume_at"))
+        run.timeline.wait(name, at, run.resume_at)
+    elif name in ("run-start", "run-resume"):
+        run.timeline.end_waits(at)
+        attempt = event.get("attempt")
+        if name == "run-resume" or (type(attempt) is int and attempt > 1):
+            run.timeline.restarts.append((at, str(event.get("reason") or "restart")))
     if name == "cut-short":
         run.cut_short += 1
     proven, contract = event.get("proven"), event.get("contract")
@@ -355,14 +581,19 @@ def _apply(report: Report, run: Run, name: str, event: dict[str, Any], at: float
             {"run": run.run, "slug": run.slug, "at": iso(at), "changes": shown}
         )
     if name == "engage":
-        run.outcome = "running"
+        run.outcome, run.ended_at, run.stop = "running", None, None
         run.engagements += 1
         report.engagements += 1
         run.streak += 1
         run.longest_streak = max(run.longest_streak, run.streak)
+        run.timeline.end_waits(at, (*WAITS, STOPPED))
+        step = event.get("step")
+        run.timeline.engagements.append(
+            (at, run.engagements, step if isinstance(step, str) else None)
+        )
         if isinstance(open_count, int):
             run.burndown.append(open_count)
-    elif name not in ("refused", "claimed", "deferred-quality-gate", "released"):
+    elif name not in _STREAK_KEPT:
         run.streak = 0  # the agent was let go: the streak of re-engagements ends
     if "tokens" in event:  # a fire of the run: its tokens paid for the segment since the last
         _spend(report, run, name, event, open_count)
@@ -400,8 +631,17 @@ def _tokens(value: object) -> int | None:
     return min(total, TOKENS_LIMIT) if type(total) is int and total >= 0 else None
 
 
-def _finish(report: Report, finished: collections.deque[Run], run: Run) -> None:
+def _finish(
+    report: Report, finished: collections.deque[Run], run: Run, now: float | None = None
+) -> None:
+    run.outcome, run.said = settle(run, now)
+    if run.last_open is not None and run.burndown and run.burndown[-1] != run.last_open:
+        run.burndown.append(run.last_open)  # where it stands as it ends: 0 once complete
     report.outcomes[run.outcome] += 1
+    report.wall += run.last - run.started
+    if run.contract is not None:
+        report.proven += run.proven or 0
+        report.contracted = (report.contracted or 0) + run.contract
     report.longest_streak = max(report.longest_streak, run.longest_streak)
     finished.append(run)
 
@@ -412,3 +652,48 @@ def sparkline(values: Iterable[int]) -> str:
         return ""
     top = max(points) or 1
     return "".join(SPARKS[min(len(SPARKS) - 1, round(v / top * (len(SPARKS) - 1)))] for v in points)
+
+
+def settle(run: Run, now: float | None) -> tuple[str, str]:
+    """What a run is at `now` (None: as its ledger ends), as an outcome and in plain words.
+
+    An ending is what the run is. Without one, a person's stop makes it `stopped`; a wait whose
+    resume time has passed with no driver taking it up, or a run nothing has reported on for
+    IDLE_AFTER, is `idle`; a wait still ahead is `waiting`; anything else is `running`."""
+    if run.outcome in _ENDED and run.outcome != STOPPED:
+        return run.outcome, _ending_words(run)
+    if run.stop is not None or run.outcome == STOPPED:
+        at, by = run.stop or run.stopped or (run.ended_at or run.last, "a person")
+        words = f"stopped by {_by(by)} at {_clock(at)}"
+        if run.resumed_at is not None and run.stop is None:
+            words += f"; resumed at {_clock(run.resumed_at)}, no turn since"
+        return STOPPED, words
+    if run.last_event in WAITS and run.resume_at is not None:
+        what = "the usage limit to reset" if run.last_event == WAITS[0] else "its window"
+        if now is None or now < run.resume_at + WAIT_GRACE:
+            return "waiting", f"waiting for {what}; resumes at {_clock(run.resume_at)}"
+        return "idle", (
+            f"idle since {_clock(run.last)}: it waited for {what} until "
+            f"{_clock(run.resume_at)} and no driver took it up"
+        )
+    if now is not None and now - run.last > IDLE_AFTER:
+        return "idle", f"idle since {_clock(run.last)}: no driver or session has reported since"
+    return "running", "running"
+
+
+def _ending_words(run: Run) -> str:
+    at = f" at {_clock(run.ended_at)}" if run.ended_at is not None else ""
+    name = run.outcome
+    if name.startswith("halt-"):
+        return f"halted{at}: {name.removeprefix('halt-').replace('-', ' ')}"
+    return f"{name}{at}"
+
+
+def _by(by: str) -> str:
+    return {"terminal": "a person (terminal)", "signal": "a signal", "a person": by}.get(
+        by, f"a person ({by})"
+    )
+
+
+def _clock(at: float) -> str:
+    return iso(at)[:16].replace("T", " ")

@@ -30,6 +30,10 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
         @property
         def SESSION_ENV(self) -> tuple[str, ...]: ...  # the session id in the agent's shell
         @property
+        def AGENT_ENV(self) -> tuple[str, ...]: ...  # set in the agent's shell, id or not
+        @property
+        def PROGRAMS(self) -> tuple[str, ...]: ...  # its process's name, or its package's path
+        @property
         def PROVEN(self) -> bool: ...  # driven by its real binary in `make e2e`
 
         def recognises(self, payload: Mapping[str, object]) -> bool: ...

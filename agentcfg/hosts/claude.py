@@ -21,6 +21,8 @@ NAME = "claude"
 TITLE = "Claude Code"
 IDLE = ""
 SESSION_ENV = ("CLAUDE_CODE_SESSION_ID",)
+AGENT_ENV = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT")
+PROGRAMS = ("claude", "@anthropic-ai/claude-code")
 PROVEN = True
 EVENT = "Stop"
 

@@ -21,6 +21,8 @@ NAME = "cursor"
 TITLE = "Cursor"
 IDLE = "{}\n"
 SESSION_ENV: tuple[str, ...] = ()
+AGENT_ENV = ("CURSOR_AGENT",)
+PROGRAMS = ("cursor-agent", "/cursor-agent/")
 PROVEN = False
 EVENT = "stop"
 

@@ -60,7 +60,7 @@ def context(host: str, payload: Mapping[str, object], env: Mapping[str, str]) ->
         return None
     from pathlib import Path
 
-    from agentcfg import claims, loading
+    from agentcfg import claims, loading, membership
     from agentcfg.core.reinjection import reinjection
     from agentcfg.core.roadmap import scan
     from agentcfg.workspace import Workspace
@@ -73,7 +73,11 @@ def context(host: str, payload: Mapping[str, object], env: Mapping[str, str]) ->
     if not roadmap.autonomous:
         return None
     scanned = scan(roadmap)
-    return reinjection(claim.slug, scanned.counts, scanned.next)
+    member = membership.read_membership(ws, claim.slug)
+    if member is None:
+        return reinjection(claim.slug, scanned.counts, scanned.next)
+    leased = next((s for s in roadmap.steps if s.id == member.step and s.is_open), None)
+    return reinjection(claim.slug, scanned.counts, leased, member.step)
 
 
 def answer(text: str) -> str:

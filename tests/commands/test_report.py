@@ -74,7 +74,7 @@ def test_hand_made_ledger_figures() -> None:
     assert data["cut_short_by_host"] == 1
     assert (data["verified"], data["marked_done"], data["errors"]) == (1, 1, 1)
     rows = {(r["run"], r["outcome"]): r for r in data["rows"]}
-    assert rows[("aaaa1111", "blocked")]["burndown"] == [5, 4, 3, 1]
+    assert rows[("aaaa1111", "blocked")]["burndown"] == [5, 4, 3, 1, 0]  # and as it ended
     assert rows[("cccc3333", "running")]["engagements"] == 3  # new work after `complete`: one run
     assert [r["cut_short"] for r in data["rows"] if r["run"] == "bbbb2222"] == [1]
 

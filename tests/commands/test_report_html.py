@@ -35,7 +35,7 @@ def assert_matches(page: ET.Element, data: dict[str, Any]) -> None:
     assert len(summary) == len(data["rows"]) + 1  # and the totals
     for tr, section, row in zip(summary, sections, data["rows"], strict=False):
         assert section.get("data-run") == row["run"]
-        cells = {td.get("class"): td for td in tr.findall("h:td", NS)}
+        cells = {str(td.get("class")).split()[0]: td for td in tr.findall("h:td", NS)}
         listed = {dd.get("class"): dd.text for dd in section.findall(".//h:dd", NS)}
         spent = row["tokens"]
         expected = {
@@ -47,6 +47,7 @@ def assert_matches(page: ET.Element, data: dict[str, Any]) -> None:
             assert figure(cells[name].text) == value, name
             assert figure(listed[name]) == value, name
         assert listed["outcome"] == cells["outcome"].text == row["outcome"]
+        assert section.get("data-outcome") == row["outcome"]
         assert figure(listed["unknown"]) == spent["unknown"]
         rects = section.findall(".//s:rect", NS)
         assert [figure(r.get("data-tokens") or None) for r in rects] == [
@@ -55,7 +56,8 @@ def assert_matches(page: ET.Element, data: dict[str, Any]) -> None:
         assert ["waste" in str(r.get("class")) for r in rects] == [
             e["closed"] == 0 and e["tokens"] is not None for e in spent["engagements"]
         ]
-        assert len(section.findall(".//s:circle", NS)) == len(row["burndown"])
+        marks = section.findall(".//s:circle", NS)
+        assert len(marks) == len(row["timeline"]["engagements"])
     totals = {td.get("class"): td.text for td in summary[-1].findall("h:td", NS)}
     assert figure(totals["tokens"]) == data["tokens"]["total"]
     assert figure(totals["waste"]) == data["tokens"]["waste"]
@@ -68,6 +70,7 @@ def test_the_page_matches_the_json(ws: Path, snapshot: SnapshotAssertion) -> Non
     page, data = page_and_data(ws)
     assert_matches(page, data)
     assert len(page.findall(".//h:section", NS)) == 7
+    assert page.findtext(".//h:h1", namespaces=NS) == "agentcfg report — ws"
     text = (ws / "page.html").read_text()
     assert "<script" not in text and "src=" not in text and "url(" not in text
     assert text == snapshot

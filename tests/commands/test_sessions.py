@@ -140,8 +140,12 @@ def test_list_and_show_when_empty(ws: Path) -> None:
 def test_session_id_precedence(ws: Path, env: dict[str, str], expected: str) -> None:
     assert run_cli("sessions", "claim", "demo", env=env).exit_code == 0
     assert claim_file(ws, expected).exists()
-    explicit = run_cli("sessions", "claim", "demo", "--session", "z", "--force", env=env)
-    assert explicit.exit_code == 0
+    inside = run_cli("sessions", "claim", "demo", "--session", "z", "--force", env=env)
+    assert inside.exit_code == 1  # a second session id takes nothing over from inside
+    assert inside.output == f"agentcfg: error: {claims.FORCE_INSIDE}\n"
+    assert not claim_file(ws, "z").exists() and claim_file(ws, expected).exists()
+    person = run_cli("sessions", "claim", "demo", "--session", "z", "--force", env={})
+    assert person.exit_code == 0
     assert claim_file(ws, "z").exists()
 
 
@@ -279,3 +283,25 @@ def test_claim_starts_a_run_in_the_ledger(ws: Path, clock: list[float]) -> None:
         ("claimed", "demo", 3)
     ]
     assert events[0]["run"] == claims.session_key("s1")
+
+
+def test_list_and_show_tell_the_run_as_the_report_does(
+    ws: Path, clock: list[float], snapshot: SnapshotAssertion
+) -> None:
+    from agentcfg import controls, state
+
+    run_cli("sessions", "claim", "demo", "--session", "s1", at=clock)
+    key = claims.session_key("s1")
+    state.append_ledger(ws / "state", state.event("engage", T0 + 30, key, "demo", open=3))
+    controls.stop(Workspace(ws), ["demo"], "terminal", T0 + 60)
+    state.append_ledger(
+        ws / "state", state.event("stopped", T0 + 61, key, "demo", starts=1, restarts=0,
+                                  by="terminal")
+    )  # fmt: skip
+    controls.resume(Workspace(ws), "demo", "terminal", T0 + 90)
+    clock.append(T0 + 120)
+    listing = run_cli("sessions", "list", at=clock).output
+    assert "stopped by a person (terminal)" in listing and "running" not in listing
+    shown = json.loads(run_cli("sessions", "show", "--session", "s1", "--json", at=clock).output)
+    assert shown["state"]["outcome"] == "stopped"
+    assert listing == snapshot

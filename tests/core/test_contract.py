@@ -176,6 +176,10 @@ def test_the_record_json_round_trips_and_rejects_odd_shapes() -> None:
     contract = Contract("autonomous", 5.0, baseline(parse_roadmap(start().render()), 5.0).terms)
     assert from_json(to_json(contract)) == contract
     broken = to_json(contract)
-    broken["steps"][0]["blocked"] = "no"
+    broken["steps"][0][3] = "no"  # [id, text, verify, blocked, since]
     assert from_json(broken) is None
+    assert from_json({**to_json(contract), "steps": [["1.2", "ab", None, False]]}) is None
+    joined = contract._replace(terms=(contract.terms[0]._replace(since=7.5),))
+    assert to_json(joined)["steps"][0][4] == "1970-01-01T00:00:07.500Z"  # not as it began
+    assert from_json(to_json(joined)) == joined
     assert from_json({**to_json(contract), "warned": [1]}) is None

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.hostile.conftest import agent_env, env_of
-from tests.hostile.harness import fire_hostile, payload, run_hostile
+from tests.hostile.harness import SESSION, fire_hostile, payload, run_hostile
 
 ESCAPES = "\x1b[31m\x07\x9b2J\u202e"
 CONTROLS = ("\x1b", "\x07", "\x9b", "\u202e")
@@ -79,7 +79,10 @@ def test_a_stopped_session_cannot_claim_a_copy_of_its_roadmap(
     forced = run_hostile(claimed, ["sessions", "claim", "copy", "--force"], 1, env=agent)
     assert "agentcfg resume demo" in forced.stderr
     run_hostile(claimed, ["resume", "demo"], 0, env=env_of(claimed))
-    run_hostile(claimed, ["sessions", "claim", "copy"], 0, env=agent)
+    moved = run_hostile(claimed, ["sessions", "claim", "copy"], 1, env=agent)
+    assert "only a person" in moved.stderr  # its run on demo is not over: no fresh one inside
+    person = ["sessions", "claim", "copy", "--session", SESSION]
+    run_hostile(claimed, person, 0, env=env_of(claimed))
 
 
 def test_who_stopped_and_every_field_shown_is_scrubbed(claimed: Path) -> None:
@@ -106,7 +109,9 @@ def test_a_hand_written_marker_shows_no_control_character(claimed: Path) -> None
     assert not any(c in refused.stderr for c in CONTROLS), refused.stderr
 
 
-@pytest.mark.parametrize("what", ["file", "link", "lock-folder", "lock-link", "lock-held"])
+@pytest.mark.parametrize(
+    "what", ["file", "link", "lock-folder", "lock-link", "lock-held", "ledger-fifo"]
+)
 def test_nothing_in_the_workspace_defeats_the_persons_stop(claimed: Path, what: str) -> None:
     """What the agent can put under state/ (a file or a link in place of the stops folder, a
     folder or a link in place of the roadmap's stop lock, a process holding that lock) is
@@ -117,7 +122,10 @@ def test_nothing_in_the_workspace_defeats_the_persons_stop(claimed: Path, what: 
     stops = claimed / "state" / "stops"
     shutil.rmtree(stops, ignore_errors=True)
     held = None
-    if what == "file":
+    if what == "ledger-fifo":  # a FIFO nobody reads, where the ledger is appended to
+        (claimed / "state" / "run-continuation.jsonl").unlink()
+        os.mkfifo(claimed / "state" / "run-continuation.jsonl")
+    elif what == "file":
         stops.write_text("not a folder")
     elif what == "link":
         stops.symlink_to(claimed.parent)
@@ -132,7 +140,9 @@ def test_nothing_in_the_workspace_defeats_the_persons_stop(claimed: Path, what: 
             held = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
             fcntl.flock(held, fcntl.LOCK_EX)
     try:
-        stopped = run_hostile(claimed, ["stop", "demo"], 0, env=env_of(claimed), seconds=15)
+        stopped = run_hostile(
+            claimed, ["stop", "demo"], 0, env=env_of(claimed), seconds=15, process=True
+        )
         assert stopped.stdout.startswith("stopped roadmap `demo` (by terminal)"), stopped.stdout
         assert json.loads(stop_marker(claimed).read_text())["by"] == "terminal"
         run_hostile(claimed, ["resume", "demo"], 0, env=env_of(claimed), seconds=15)

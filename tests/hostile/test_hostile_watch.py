@@ -22,7 +22,7 @@ def watch_once(root: Path, timeout: float = 30) -> subprocess.CompletedProcess[s
         [sys.executable, "-m", "agentcfg", "watch", "--once"],
         capture_output=True,
         text=True,
-        env=hook_env(root),
+        env={**hook_env(root), "COLUMNS": "120"},  # wide enough for the next step's column
         cwd=root,
         timeout=timeout,
         check=False,

@@ -38,13 +38,14 @@ def test_claim_tells_the_agent_about_a_host_cap(ws: Path) -> None:
         "continuations: the run will stop short of the roadmap's end; no setting raises it: "
         "send another prompt (`copilot --continue`) to go on."
     )
+    assert run_cli("sessions", "release", "--session", "c-1").exit_code == 0  # the person
     quiet = run_cli(
         "sessions",
         "claim",
         "long",
-        "--force",
         env={"QWEN_CODE_SESSION_ID": "q-1", "QWEN_CODE_STOP_HOOK_BLOCK_CAP": "9"},
     )
     assert quiet.exit_code == 0 and "note:" not in quiet.output
-    short = run_cli("sessions", "claim", "long", "--force", env={"QWEN_CODE_SESSION_ID": "q-2"})
+    assert run_cli("sessions", "release", "--session", "q-1").exit_code == 0
+    short = run_cli("sessions", "claim", "long", env={"QWEN_CODE_SESSION_ID": "q-2"})
     assert "Qwen Code ends a prompt after 8 continuations" in short.output

@@ -218,8 +218,8 @@ def test_roadmap_trust_is_refused_inside_the_claimed_session(host: SimulatedHost
     inside = host.agentcfg("roadmap", "trust", "c", "--yes")
     assert inside.returncode == 1
     assert inside.stderr == (
-        "agentcfg: error: `roadmap trust` is the person's command: this shell's "
-        f"$CLAUDE_CODE_SESSION_ID is session {host.session_id}, which holds the claim on `c`; "
+        "agentcfg: error: `agentcfg roadmap trust` is for a person, and this runs inside an "
+        "agent's session: Claude Code ($CLAUDE_CODE_SESSION_ID is set); "
         "run it from your own terminal\n"
     )
     assert [e for e in ledger(ws) if e["event"] == "trusted"][1:] == []  # nothing accepted
@@ -261,7 +261,7 @@ def test_a_re_claim_does_not_drop_what_the_run_contracted(host: SimulatedHost, w
         (lambda p: p.write_text("{not json"), "unreadable"),
         (
             lambda p: p.write_text(
-                p.read_text().replace('"id": "1.3"', '"id": "1.9"')  # the record's own digest
+                p.read_text().replace('["1.3",', '["1.9",')  # the record's own digest
             ),
             "edited by hand",
         ),

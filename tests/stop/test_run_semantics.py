@@ -91,14 +91,17 @@ def test_the_person_pauses_in_words_and_says_go_on(ws: Path, snapshot: SnapshotA
     assert events(ws) == ["engage", "cut-short", "paused", "engage"]
 
 
-def test_a_re_claim_ends_a_pause(ws: Path) -> None:
+def test_a_re_claim_from_inside_keeps_the_person_s_pause(ws: Path) -> None:
     host = started(ws)
     host.human("pause the roadmap")
     host.reply("Paused.")
     assert host.fire().exit_code == 0
-    host.human("Claim the demo roadmap again and work through it.")
-    assert host.claim("demo").returncode == 0
+    host.human("Claim the demo roadmap again.")
+    assert host.claim("demo").returncode == 0  # the run goes on as it was: paused
     host.reply("Claimed.")
+    assert host.fire().exit_code == 0
+    host.human("Resume the roadmap.")  # the person's word lifts it
+    host.reply("Resuming.")
     assert host.fire().blocked
 
 
@@ -265,7 +268,7 @@ def test_the_agent_cannot_narrow_its_own_contract(ws: Path, old: str, new: str, 
 def test_release_from_inside_the_session_is_recorded(ws: Path) -> None:
     host = started(ws)
     result = host.agentcfg("sessions", "release")
-    assert result.stdout.strip().endswith("from inside that session")
+    assert result.stdout.strip().endswith("from inside an agent's session; its run stays as it was")
     released = [e for e in ledger(ws) if e["event"] == "released"]
     assert [(e["slug"], e["inside_session"]) for e in released] == [("demo", True)]
     outside = run_cli("sessions", "release", "--session", "someone-else")

@@ -97,3 +97,18 @@ def test_a_bad_command_line_is_one_line_and_exit_two(ws: Path) -> None:
         input=b"{}", capture_output=True, env=hook_env(ws), cwd=ws, timeout=60, check=False,
     )  # fmt: skip
     assert proc.returncode == 2 and proc.stderr.decode().count("\n") == 1
+
+
+def test_a_fleet_member_is_told_its_leased_step_not_the_first_open_one(
+    ws: Path, snapshot: SnapshotAssertion
+) -> None:
+    subprocess.run(["git", "init", "-q", "-b", "main", str(ws)], check=True)
+    session = json.loads(COMPACT.read_text())["session_id"]
+    claim = ("sessions", "claim", "demo", "--session", session, "--step", "1.3")
+    assert run_cli(*claim).exit_code == 0
+    text = json.loads(start(ws, payload(ws)).stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "**1.3**" in text and "**1.2**" not in text
+    assert text == snapshot
+    assert run_cli("roadmap", "done", "demo", "1.3", "--no-verify").exit_code == 0
+    after = json.loads(start(ws, payload(ws)).stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "**1.2**" not in after and "step 1.3 you lease is closed" in after

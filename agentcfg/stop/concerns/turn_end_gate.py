@@ -148,7 +148,7 @@ def _changed_steps(ctx: HookContext) -> Changed:
         return [], []
     slug = ctx.claim.slug
     path = ctx.ws.state / MARKS / f"{ctx.key}-{slug}.json"
-    before = state.read_json(path) or {}
+    before = state.read_json(path, limit=state.RECORD_LIMIT) or {}  # grows with the steps
     listed = before.get("open")
     was_open: list[object] = listed if isinstance(listed, list) else []
     seen_at = parse_iso(before.get("at"))
@@ -156,11 +156,12 @@ def _changed_steps(ctx: HookContext) -> Changed:
     if now_open != was_open:
         # without a record the next fire simply sees nothing newly done
         with contextlib.suppress(OSError):
-            state.write_json(path, {"open": now_open, "at": iso_ms(ctx.now)})
+            state.write_json(path, {"open": now_open, "at": iso_ms(ctx.now)}, compact=True)
     if seen_at is None:
         return [], []
     by_id = {s.id: s for s in ctx.roadmap.steps}
-    left = [by_id[i] for i in was_open if isinstance(i, str) and i in by_id and i not in now_open]
+    still = set(now_open)
+    left = [by_id[i] for i in was_open if isinstance(i, str) and i in by_id and i not in still]
     if not left:
         return [], []
     from agentcfg.proofs import proven_since  # only when steps closed: loaded only then
