@@ -1,7 +1,10 @@
 """`roadmap audit`: which ticked steps of a roadmap a receipt proves, for a reviewer.
 
-proven: a passing receipt for the step's text and its current verify line; stale: receipts
-only for a verify line it no longer has; unproven: ticked with none; open: not ticked.
+proven: the newest receipt for the step (its id, its text and its current verify line, made
+since it joined a run's contract) passed; stale: receipts only for a verify line it no longer
+has; unproven: ticked with none, or the newest failed (a re-proof at a run's end); open: not
+ticked. The hook judges a run by the same rule (core/contract.py). The entries of the final
+re-proof's record (state/finals/, committed on a fleet's branch) count as receipts.
 With `rerun`, the trusted verify lines of the proven steps run again on the tree as it is.
 A receipt line or a run's contract record whose seal fails (seal.py) proves nothing and is
 named: the audit then fails.
@@ -15,9 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agentcfg import contract, loading, trust, verify
+from agentcfg import contract, finals, loading, trust, verify
 from agentcfg.config import load_config
-from agentcfg.core.contract import command_hash, text_hash
+from agentcfg.core.contract import Receipt, command_hash, deciding, matched, text_hash
 from agentcfg.core.evidence import WORDS
 from agentcfg.core.roadmap import Step
 from agentcfg.verify import VerifyResult
@@ -44,11 +47,21 @@ class Row:
         return found if found in WORDS else "unknown"
 
     @property
+    def refuted(self) -> str | None:
+        """Why the re-proof at a run's end failed this step, when its newest receipt says so
+        (reopened or not: the run did not end on a proof)."""
+        receipt = self.receipt or {}
+        if receipt.get("final") is not True or receipt.get("exit_code") == 0:
+            return None
+        return str(receipt.get("reason") or "it failed")
+
+    @property
     def ok(self) -> bool:
         """Nothing for a reviewer to hold against this step."""
         ticked = self.step.mark == "done"
         rerun_ok = self.rerun is None or self.rerun.passed
-        return (not ticked or not self.contracted or self.status == "proven") and rerun_ok
+        proven = not ticked or not self.contracted or self.status == "proven"
+        return proven and rerun_ok and (self.refuted is None or not self.contracted)
 
 
 @dataclass(frozen=True)
@@ -66,19 +79,28 @@ class Audit:
 def audit(ws: Workspace, slug: str, env: Mapping[str, str], rerun: bool = False) -> Audit:
     slug = ws.canonical(slug)
     roadmap = loading.load(ws, slug)
-    receipts, refused = contract.sealed_receipts(ws, slug)
+    good, refused = contract.sealed_receipts(ws, slug)
     tampered = [contract.refused(slug, refused)] if refused else []
+    receipts = _receipts(ws, slug, good)
     contracted: set[str] = set()
+    terms: dict[str, tuple[set[str], float]] = {}  # a step's ids then and when it joined, by id
     records = 0
     for key, _path in contract.records(ws, slug):
         found, problem = contract.read(ws, key, slug)
         records += 1
         if found is not None:
             contracted.update(t.text for t in found.terms)
+            for term, step in matched(found, roadmap):
+                if step is not None:
+                    ids, since = terms.get(step.id, ({step.id}, 0.0))
+                    terms[step.id] = (ids | {term.id}, max(since, term.since))
         elif problem == contract.TAMPERED:
             tampered.append(f"the run's contract record {contract.shown(ws, key, slug)}")
-    rows = [_row(step, receipts, not records or text_hash(step.text) in contracted)
-            for step in roadmap.steps]  # fmt: skip
+    rows = [
+        _row(step, receipts, not records or text_hash(step.text) in contracted,
+             terms.get(step.id, ({step.id}, 0.0)))
+        for step in roadmap.steps
+    ]  # fmt: skip
     rows = _in_history(ws, rows)
     if rerun:
         again = [r.step for r in rows if r.status == "proven" and r.step.verify]
@@ -93,16 +115,47 @@ def audit(ws: Workspace, slug: str, env: Mapping[str, str], rerun: bool = False)
     return Audit(slug, tuple(rows), records, tuple(tampered))
 
 
-def _row(step: Step, receipts: list[dict[str, Any]], contracted: bool) -> Row:
+def _receipts(
+    ws: Workspace, slug: str, items: list[dict[str, Any]]
+) -> list[tuple[Receipt, dict[str, Any]]]:
+    """Every receipt of the roadmap whose seal holds (the final re-proof's entries too), read as
+    the hook reads them, each with the fields it was written with."""
+    # the final record first: where receipts are kept it repeats some, and those after it are newer
+    final = finals.read_final(ws, slug)
+    if final is None and _committed(ws, finals.shown(slug)):
+        # a fleet's record, committed on its branch: sealed on the machine that made it, read
+        # here as the branch's history holds it (a reviewer's clone has another key)
+        final = finals.read_final(ws, slug, sealed=False)
+    items = finals.as_receipts(final) + items
+    read = ((contract.receipt_of(item), item) for item in items)
+    return [(r, item) for r, item in read if r is not None]
+
+
+def _row(
+    step: Step,
+    receipts: list[tuple[Receipt, dict[str, Any]]],
+    contracted: bool,
+    term: tuple[set[str], float],
+) -> Row:
+    ids, since = frozenset(term[0]), term[1]
+    text = text_hash(step.text)
+    fields = {id(r): item for r, item in receipts}
+    known = tuple(r for r, _ in receipts)
+    newest = deciding(known, ids, text, command_hash(step.verify), since)
     if step.mark != "done":
-        return Row(step, "open" if step.mark == "open" else step.mark, contracted, None)
-    mine = [r for r in receipts if r.get("text") == text_hash(step.text)]
-    passed = [r for r in mine if r.get("exit_code") == 0 or r.get("command") is None]
-    proving = [r for r in passed if r.get("command") == command_hash(step.verify)]
-    if proving:
-        return Row(step, "proven", contracted, proving[-1])
-    if passed:
-        return Row(step, "stale", contracted, passed[-1])
+        failed = newest if newest is not None and newest.final and not newest.passed else None
+        shown = fields[id(failed)] if failed is not None else None
+        return Row(step, "open" if step.mark == "open" else step.mark, contracted, shown)
+    if newest is not None and not newest.passed:
+        return Row(step, "unproven", contracted, fields[id(newest)])
+    if newest is not None:  # a re-proof's pass confirms the proof before it: that one is shown
+        command = command_hash(step.verify)
+        proofs = [r for r in known if r.step in ids and r.text == text and r.command == command
+                  and r.at >= since and r.passed and not r.final]  # fmt: skip
+        return Row(step, "proven", contracted, fields[id(proofs[-1] if proofs else newest)])
+    older = [r for r in known if r.step in ids and r.text == text and r.passed and r.at >= since]
+    if older:
+        return Row(step, "stale", contracted, fields[id(older[-1])])
     return Row(step, "unproven", contracted, None)
 
 
@@ -122,6 +175,22 @@ def _in_history(ws: Workspace, rows: list[Row]) -> list[Row]:
         else r
         for r in rows
     ]
+
+
+def _committed(ws: Workspace, path: str) -> bool:
+    """Whether git tracks the file and it is as HEAD holds it."""
+    try:
+        tracked = subprocess.run(
+            ["git", "ls-files", "--error-unmatch", "--", path], cwd=ws.root,
+            capture_output=True, timeout=verify.GIT_TIMEOUT, stdin=subprocess.DEVNULL, check=False,
+        )  # fmt: skip
+        same = subprocess.run(
+            ["git", "diff", "--quiet", "HEAD", "--", path], cwd=ws.root,
+            capture_output=True, timeout=verify.GIT_TIMEOUT, stdin=subprocess.DEVNULL, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return tracked.returncode == 0 and same.returncode == 0
 
 
 def _ancestor(ws: Workspace, head: str) -> bool:
@@ -152,6 +221,7 @@ def to_json(found: Audit) -> dict[str, Any]:
                 "contracted": r.contracted,
                 "evidence": r.evidence,
                 "receipt": r.receipt,
+                "refuted": r.refuted,
                 "rerun": None
                 if r.rerun is None
                 else {"exit_code": r.rerun.exit_code, "passed": r.rerun.passed},

@@ -241,7 +241,7 @@ def read_receipts(ws: Workspace, slug: str) -> tuple[Receipt, ...]:
 def load_receipts(ws: Workspace, slug: str) -> tuple[tuple[Receipt, ...], tuple[object, ...]]:
     """The roadmap's receipts whose seal holds, and the lines whose seal is missing or wrong."""
     good, bad = sealed_receipts(ws, slug)
-    return tuple(r for r in map(_receipt, good) if r), tuple(bad)
+    return tuple(r for r in map(receipt_of, good) if r), tuple(bad)
 
 
 def sealed_receipts(ws: Workspace, slug: str) -> tuple[list[dict[str, Any]], list[object]]:
@@ -276,21 +276,24 @@ def refused(slug: str, bad: tuple[object, ...] | list[object]) -> str:
     return f"{lines} in {STATE}/{RECEIPTS}/{slug}.json (step {steps})"
 
 
-def _receipt(item: dict[str, Any]) -> Receipt | None:
+def receipt_of(item: object) -> Receipt | None:
+    """One receipt from its JSON; None when anything has the wrong shape."""
+    if not isinstance(item, dict):
+        return None
     at = parse_iso(item.get("at"))
     step, text, command, code = (item.get(k) for k in ("step", "text", "command", "exit_code"))
     if at is None or not (isinstance(step, str) and isinstance(text, str)):
         return None
     if not isinstance(command, (str, type(None))) or not (code is None or type(code) is int):
         return None
-    return Receipt(step, text, command, code, at)
+    return Receipt(step, text, command, code, at, item.get("final") is True)
 
 
 def add_receipt(ws: Workspace, slug: str, fields: dict[str, Any], roadmap: Roadmap) -> None:
     """Index one receipt (the fields of its `verified` event) for the roadmap's runs.
 
-    For each step's text and verify line, its newest passing receipt and its newest receipt
-    stay, and every older one of theirs goes. Those of the newest RECEIPTS_KEPT texts and verify
+    For each step (by its id), text and verify line, its newest passing receipt and its newest
+    receipt stay, and every older one of theirs goes. Those of the newest RECEIPTS_KEPT texts and verify
     lines stay whatever holds them; beyond those, only the ones a step of `roadmap` or any
     run's contract on it holds: what proves a step is never dropped. The ledger keeps all."""
 
@@ -324,8 +327,8 @@ def _kept(
 
     `held()`, the texts and verify lines that steps and contracts hold, is asked only when
     there are more than RECEIPTS_KEPT of them to keep: it reads every contract record."""
-    newest: set[tuple[str, str | None]] = set()
-    passing: set[tuple[str, str | None]] = set()
+    newest: set[tuple[object, str, str | None]] = set()  # by step: twins each keep their own
+    passing: set[tuple[object, str, str | None]] = set()
     others: set[tuple[str, str | None]] = set()
     holding: set[tuple[str, str | None]] | None = None
     kept: list[dict[str, Any]] = []
@@ -334,11 +337,13 @@ def _kept(
         if not isinstance(text, str) or not isinstance(command, (str, type(None))):
             continue
         key = (text, command)
-        passed = code == 0 or command is None  # as Receipt.passed
-        first, first_passing = key not in newest, passed and key not in passing
-        newest.add(key)
+        mine = (item.get("step"), text, command)
+        # as Receipt.passed: a re-proof's failing receipt is no pass, whatever the step has
+        passed = code == 0 or (command is None and item.get("final") is not True)
+        first, first_passing = mine not in newest, passed and mine not in passing
+        newest.add(mine)
         if passed:
-            passing.add(key)
+            passing.add(mine)
         if not (first or first_passing):
             continue  # an older receipt of a text and verify line that has a newer one
         if key not in others and len(others) >= RECEIPTS_KEPT:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from agentcfg import claims, controls, loading, state
+from agentcfg import claims, controls, finals, loading, state
 from agentcfg.core import report as reports
 from agentcfg.core import unattended as plan
 from agentcfg.core.evidence import summary
@@ -29,6 +29,7 @@ from agentcfg.hosts import registry
 from agentcfg.hosts.base import settings_hook
 from agentcfg.membership import read_membership
 from agentcfg.paths import LEDGER_NAME
+from agentcfg.reprove import Reproof, guarded, reprove
 from agentcfg.runners import Plain, Runner, Watchdog, end_group, kill_group
 from agentcfg.workspace import Workspace
 
@@ -65,6 +66,7 @@ class Request:
     extra: tuple[str, ...] = ()
     force: bool = False
     fresh_per_step: bool = False  # each step in a new session, seeded with a relay note
+    step: str | None = None  # a fleet member's leased step: the only one its run answers for
 
 
 @dataclass
@@ -77,6 +79,7 @@ class Result:
     progress: plan.Progress
     closed: int  # steps closed while the driver ran
     row: dict[str, Any] | None  # the run as `report --json` gives it
+    reproof: Reproof | None = None  # the last re-proof the driver ran, if any
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -88,6 +91,14 @@ class Result:
             "starts": self.progress.starts,
             "restarts": self.progress.restarts,
             "steps_closed": self.closed,
+            "reproof": None
+            if self.reproof is None
+            else {
+                "passed": list(self.reproof.passed),
+                "failed": [list(f) for f in self.reproof.failed],
+                "reopened": list(self.reproof.reopened),
+                "seconds": round(self.reproof.seconds, 3),
+            },
             "run": self.row,
         }
 
@@ -209,6 +220,8 @@ class _Driver:
         self.open_at_start = scan(ready.roadmap).counts.open
         self.progress = plan.Progress()
         self.current = _Session()
+        self.reproof: Reproof | None = None  # the last re-proof this process ran
+
         made = self.host.runner(ready.binary, ws.root, env)
         self.runner: Runner = Plain(self.host, ready.binary) if made is None else made
 
@@ -264,6 +277,25 @@ class _Driver:
             )  # fmt: skip
             _adopted(self.ws, self.current, ran.events)
             ending = _ending(self.ws, slug, self.current, ran.events)
+            if ending == "complete" or (ending is None and self._nothing_open()):
+                # `complete` is this process's own finding, never a word in a state file
+                before = self.reproof
+                self.reproof = self._reprove()
+                if self.reproof.ok:
+                    return self.finish(plan.finish("complete"), decided_here=ending is None)
+                failed = frozenset(step for step, _why in self.reproof.failed)
+                was = None if before is None else frozenset(f for f, _ in before.failed)
+                closable = any(
+                    why != "not trusted" and not why.startswith("check changed")
+                    for _step, why in self.reproof.failed
+                )
+                action = plan.after_reproof(
+                    self.progress, failed, was, clock.now(), policy, closable
+                )
+                if action.kind == "finish":
+                    return self.finish(action, decided_here=True)
+                ended = plan.Ended(code=ran.code, ending=None, progressed=True)
+                continue
             if ending is None and ran.deadline:
                 return self.finish(plan.finish("halt-until"), decided_here=True)
             output = ran.stdout + "\n" + ran.stderr
@@ -282,6 +314,25 @@ class _Driver:
             if action.kind == "finish":
                 return self.finish(action, decided_here=ending is None)
 
+    def _nothing_open(self) -> bool:
+        """No step the run answers for is open in the roadmap as it is now (a member's: its
+        leased step)."""
+        try:
+            roadmap = loading.load(self.ws, self.slug)
+        except AgentcfgError:
+            return False
+        wanted = self.request.step
+        return not any(s.mark == "open" for s in roadmap.steps if wanted is None or s.id == wanted)
+
+    def _reprove(self) -> Reproof:
+        """Every contracted step's trusted verify line again on the tree as it is (a fleet
+        member's: its leased step, the final record left to the fleet)."""
+        only = None if self.request.step is None else frozenset((self.request.step,))
+        return reprove(
+            self.ws, self.slug, self.env, now=self.clock.now(), only=only, record=only is None,
+            changed=guarded(self.ws, self.slug, self.env),
+        )  # fmt: skip
+
     def finish(self, action: plan.Action, decided_here: bool, by: str | None = None) -> Result:
         """Record an ending the driver decided (the hook records its own); report the run."""
         ending = action.ending or "complete"
@@ -299,14 +350,15 @@ class _Driver:
             closed = max(0, self.open_at_start - scan(loading.load(self.ws, slug)).counts.open)
         except AgentcfgError:
             closed = 0
-        self.say(plan.ending_text(ending, action.exit_code, slug, closed, row, progress))
+        summary = self.reproof.summary() if self.reproof is not None else None
+        self.say(plan.ending_text(ending, action.exit_code, slug, closed, row, progress, summary))
         for change in _changes(self.ws, self.current, ending):
             self.say(f"  changed: {change}")
         if ending == "complete":
             self.say(f"  evidence: {_evidence(self.ws, slug, self.env)}")
         return Result(
             ending, action.exit_code, slug, self.host.NAME, self.current.session, progress,
-            closed, row,
+            closed, row, self.reproof,
         )  # fmt: skip
 
 
@@ -337,6 +389,7 @@ def _prompt(ws: Workspace, slug: str, current: _Session) -> str:
         upcoming,
         run.iterations if run else 0,
         _cap(ws, current),
+        reopened=() if member is not None else finals.reopened(ws, slug, roadmap),
     )
     if current.token and not current.session:
         text += f"\n(This session's claim on the roadmap: {current.token}.)"

@@ -19,14 +19,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentcfg import driver, evidence, fleet, loading, state, trust
+from agentcfg import driver, evidence, finals, fleet, loading, state, trust
 from agentcfg.config import load_config
 from agentcfg.core.roadmap import scan
 from agentcfg.core.unattended import EXIT_CODES
 from agentcfg.errors import AgentcfgError, IntegrationError, LeaseError, LeaseHeld
 from agentcfg.integrate import Integration, has_identity, integrate
 from agentcfg.leases import IDENTITY, TTL, Lease, Store
-from agentcfg.paths import LOCKS, STATE, WORKTREES
+from agentcfg.paths import LOCKS, ROADMAPS, STATE, WORKTREES
+from agentcfg.reprove import Reproof, guarded, reprove
 from agentcfg.runners import GRACE
 from agentcfg.workspace import Workspace
 
@@ -221,6 +222,7 @@ def member_loop(
                 member=n,
                 branch=plan_.branch(n),
                 commit=result.commit,
+                unticked=list(result.unticked),
             )
         else:
             kept = f"agentcfg/{plan_.slug}/kept/{lease.step}-{n}"
@@ -422,6 +424,12 @@ def run_fleet(
     ending = "complete" if counts.open == 0 and counts.blocked == 0 else (
         "blocked" if counts.open == 0 else "unfinished"
     )  # fmt: skip
+    if ending == "complete":
+        found = final_reproof(the_fleet, env)
+        say(f"fleet on `{the_fleet.slug}`: {found.summary()} on `{the_fleet.into}`")
+        if not found.ok:
+            ending = "halt-unproven"
+            counts = scan(loading.load(ws, the_fleet.slug)).counts
     events = [e for e in _events(ws, the_fleet.slug)]
     integrated = sum(1 for e in events if e.get("event") == "integrated")
     reopened = sum(1 for e in events if e.get("event") == "reopened")
@@ -435,9 +443,27 @@ def run_fleet(
     return next((code for code in codes if code), LEFT_TO_A_PERSON)
 
 
+def final_reproof(plan_: Fleet, env: Mapping[str, str]) -> Reproof:
+    """Every ticked step's trusted verify line again on the fleet's branch as integrated; what
+    fails is reopened. The final record (and any reopening) is committed on the branch, so a
+    fresh clone's `roadmap audit` reads the same proof."""
+    main = Workspace(plan_.root)
+    with _integration_lock(plan_):
+        found = reprove(
+            main, plan_.slug, env, now=time.time(), changed=guarded(main, plan_.slug, env)
+        )
+        _git(plan_.root, "add", "--force", "--", finals.shown(plan_.slug),
+             f"{ROADMAPS}/{plan_.slug}.md")  # fmt: skip
+        if _git(plan_.root, "diff", "--cached", "--quiet", check=False).returncode != 0:
+            _git(plan_.root, "commit", "--quiet", "--no-verify", "-m",
+                 f"agentcfg: {plan_.slug}: the fleet's final re-proof")  # fmt: skip
+            _publish(plan_)
+    return found
+
+
 def run_member(
     ws: Workspace, root: Path, slug: str, host: str, n: int, into: str | None,
-    coordinate: str | None, ttl: float, drive: Callable[[Workspace], driver.Result],
+    coordinate: str | None, ttl: float, drive: Callable[[Workspace, str], driver.Result],
 ) -> int:  # fmt: skip
     """One member process: its loop, with the host run by the driver for each leased step."""
     main = Workspace(root)
@@ -445,7 +471,7 @@ def run_member(
     the_fleet = Fleet(root, main.canonical(slug), branch, host, coordinate, ttl)
 
     def work(member: Workspace, lease: Lease) -> tuple[str, int]:
-        result = drive(member)
+        result = drive(member, lease.step)  # its re-proof at the end: the leased step only
         return result.ending, result.exit_code
 
     timeout = load_config(main, os.environ).verify_timeout

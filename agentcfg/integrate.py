@@ -18,10 +18,11 @@ from pathlib import Path
 
 from agentcfg import loading, trust
 from agentcfg.core import ticks
+from agentcfg.core.roadmap import parse_roadmap
 from agentcfg.errors import IntegrationError
 from agentcfg.leases import IDENTITY
 from agentcfg.paths import ROADMAPS
-from agentcfg.verify import changed_checks, find_step, run
+from agentcfg.verify import changed_checks, find_step, mark_open, receipt, run
 from agentcfg.workspace import Workspace
 
 GIT_TIMEOUT = 120.0
@@ -34,6 +35,7 @@ class Integration:
     outcome: str  # "integrated", "conflict" or "reverify-failed"
     commit: str | None = None  # the merge commit, when integrated
     detail: str = ""
+    unticked: tuple[str, ...] = ()  # boxes the member ticked besides its own step: reopened
 
 
 def integrate(
@@ -70,8 +72,10 @@ def _prove(
     """The merged tree's verify run for the step, then the merge commit; the merge is undone
     when the step fails there."""
     ws = Workspace(target)
+    unticked = _untick_others(target, ws, slug, step_id)
     roadmap = loading.load(ws, slug)
     step = find_step(roadmap, step_id)
+    result = None
     if step.verify:
         trust.require(ws, slug, [step], env)
         changed = changed_checks(ws, slug, [step], env).get(step.id)
@@ -84,10 +88,33 @@ def _prove(
             _abort(target)
             shown = "timed out" if result.exit_code is None else f"exit {result.exit_code}"
             return Integration(branch, step.id, "reverify-failed", detail=shown)
+    receipt(ws, slug, roadmap, step, env, result)  # proven on the fleet's branch: its receipt
     if _merge_in_progress(target):
         _git(target, "commit", "--quiet", "--no-edit", "--no-verify")
+    elif unticked:  # a fast-forward merge leaves nothing in progress: the reopening is a commit
+        _git(target, "commit", "--quiet", "--no-verify", "-m",
+             f"agentcfg: {slug}: reopen what step {step.id}'s member ticked without its proof")  # fmt: skip
     commit = _git(target, "rev-parse", "HEAD").stdout.strip()
-    return Integration(branch, step.id, "integrated", commit)
+    return Integration(branch, step.id, "integrated", commit, unticked=unticked)
+
+
+def _untick_others(target: Path, ws: Workspace, slug: str, step_id: str) -> tuple[str, ...]:
+    """Reopen every box the merge ticked besides the member's leased step: only that step is
+    proven (again, here) for the fleet; a tick merged in without its proof never counts."""
+    path = f"{ROADMAPS}/{slug}.md"
+    shown = _git(target, "show", f"HEAD:{path}", check=False)
+    if shown.returncode != 0:
+        return ()
+    before = parse_roadmap(shown.stdout)
+    was_done = {s.text for s in before.steps if s.mark == "done"}
+    merged = loading.load(ws, slug)
+    others = [s.id for s in merged.steps
+              if s.mark == "done" and s.id != step_id and s.text not in was_done]  # fmt: skip
+    for other in others:
+        mark_open(ws, slug, other)
+    if others:
+        _git(target, "add", "--", path)
+    return tuple(others)
 
 
 def _settle(target: Path, roadmap: str) -> list[str] | None:

@@ -29,6 +29,7 @@ ENDINGS = {
     "paused": "paused at the person's request",
     "stopped": "stopped",
     "handback-question": "the agent asks you a question",
+    "halt-unproven": "halted: the re-proof at the end failed",
 }
 
 

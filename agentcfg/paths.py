@@ -33,6 +33,7 @@ FLEET = "fleet"  # state/fleet/<slug>.json: this workspace's step lease in a fle
 WORKTREES = "worktrees"  # state/worktrees/<slug>/<n>/: the worktrees of `run --agents`
 CONTRACTS = "contracts"  # state/contracts/<key>-<slug>.json: the contract of one run
 RECEIPTS = "receipts"  # state/receipts/<slug>.json: the receipts of a roadmap's steps
+FINALS = "finals"  # state/finals/<slug>.json: the re-proof of every contracted step at the end
 CHECKS = "checks"  # state/checks/<slug>.json: steps `roadmap done` refused, their check changed
 BASELINES = "baselines"  # state/baselines/<slug>.json: each open step's check before the work
 # a person's own state, outside any workspace (see user_state)

@@ -193,6 +193,33 @@ def mark_done(ws: Workspace, slug: str, step_id: str, proven: str | None = None)
     `proven`: the verify line that passed; the box is ticked only while it is still the
     step's verify line (checked under the roadmap's lock).
     """
+
+    def check(step: Step) -> None:
+        check_markable(step)
+        if proven is not None and step.verify != proven:
+            raise StepError(
+                f"the verify line of step {step.name} changed while it ran; the box stays open: "
+                f"run `agentcfg roadmap done {slug} {step.name}` again"
+            )
+
+    return _flip(ws, slug, step_id, b"x", check)
+
+
+def mark_open(ws: Workspace, slug: str, step_id: str) -> Step:
+    """Flip exactly this ticked step's box back to `[ ]` (a re-proof found it failing); every
+    other byte of the file stays as it was."""
+
+    def check(step: Step) -> None:
+        if step.mark != "done":
+            raise StepError(f"step {step.name} is {step.mark}, not done")
+
+    return _flip(ws, slug, step_id, b" ", check)
+
+
+def _flip(
+    ws: Workspace, slug: str, step_id: str, mark: bytes, check: Callable[[Step], None]
+) -> Step:
+    """Set one step's box to `mark` under the roadmap's lock, once `check` accepts the step."""
     slug = ws.canonical(slug)
     path = ws.roadmap_path(slug)
     if not path.resolve().is_relative_to(ws.root.resolve()):
@@ -205,14 +232,9 @@ def mark_done(ws: Workspace, slug: str, step_id: str, proven: str | None = None)
         step = next((s for s in current.steps if s.id == step_id), None)
         if step is None:
             raise StepError(f"step {step_id} is no longer in roadmap `{slug}`")
-        check_markable(step)
-        if proven is not None and step.verify != proven:
-            raise StepError(
-                f"the verify line of step {step.name} changed while it ran; the box stays open: "
-                f"run `agentcfg roadmap done {slug} {step.name}` again"
-            )
+        check(step)
         start, end = line_span(data, step.line)
-        flipped, count = _BOX.subn(rb"\1[x]", data[start:end], count=1)
+        flipped, count = _BOX.subn(rb"\1[" + mark + rb"]", data[start:end], count=1)
         if count != 1:
             raise RoadmapError(f"cannot find the checkbox of step {step_id} on line {step.line}")
         mode = path.stat().st_mode & 0o7777

@@ -279,6 +279,46 @@ def test_two_machines_share_leases_and_the_branch_through_a_remote(
     assert leases.count("refs/agentcfg/leases/demo/") == STEPS
 
 
+def forger(env: dict[str, str], worked: list[tuple[str, str]]) -> Any:
+    """A member that ticks every box in its worktree, yet makes and proves only its own step."""
+
+    def work(member: Workspace, lease: Lease) -> tuple[str, int]:
+        worked.append((str(member.root), lease.step))
+        road = member.root / "roadmaps" / "demo.md"
+        (member.root / f"s{lease.step.split('.')[1]}.txt").write_text(lease.step)
+        assert done(member, "demo", lease.step, env).marked
+        road.write_text(road.read_text().replace("- [ ]", "- [x]"))  # every other box, unproven
+        return "complete", 0
+
+    return work
+
+
+def test_boxes_a_member_ticks_besides_its_own_step_are_reopened_on_integration(
+    repo: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    root, env = repo
+    the_fleet = plan(root, "demo", "claude", None, None, 60)
+    members = prepare_members(the_fleet, 2, env)
+    worked: list[tuple[str, str]] = []
+    assert run_fleet(the_fleet, members, forger(env, worked), env) == [0, 0]
+    # the union merge would have kept the forged ticks: every step was worked all the same
+    assert sorted(step for _, step in worked) == [f"1.{n}" for n in range(1, STEPS + 1)]
+    integrated = [e for e in ledger(Workspace(root)) if e["event"] == "integrated"]
+    assert integrated[0]["unticked"] == [f"1.{n}" for n in range(1, STEPS + 1)
+                                         if f"1.{n}" != integrated[0]["step"]]  # fmt: skip
+    found = fleet_run.final_reproof(the_fleet, env)
+    assert found.ok and found.passed == tuple(f"1.{n}" for n in range(1, STEPS + 1))
+    assert git(root, "status", "--porcelain") == ""
+    # a fresh clone of the fleet's branch audits clean on the final record it holds
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(root), str(clone))
+    assert (clone / "state" / "finals" / "demo.json").exists()
+    from agentcfg import audit
+
+    assert audit.audit(Workspace(clone), "demo", env).ok
+    assert not audit.audit(Workspace(clone), "demo", env).contracts
+
+
 def test_members_close_steps_with_the_evidence_of_the_fleets_baseline(
     repo: tuple[Path, dict[str, str]],
 ) -> None:

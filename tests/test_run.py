@@ -43,6 +43,7 @@ OPEN = Ended(code=0, ending=None)  # the host ended cleanly with work still open
         ("halt-roadmap-absent", 15),
         ("halt-contract-changed", 15),
         ("halt-state-tampered", 15),
+        ("halt-unproven", 15),
         ("some-future-halt", 15),
     ],
 )
@@ -101,6 +102,19 @@ def test_a_step_done_under_fresh_per_step_starts_a_new_session_outside_the_budge
     assert plan.advance(spent, action, Ended(None, None, next_step=True)) == Progress(
         starts=4, restarts=2, fresh=1
     )
+
+
+def test_a_failed_re_proof_carries_the_run_on_until_the_same_steps_fail_it_again() -> None:
+    failed = frozenset({"1.2"})
+    again = plan.after_reproof(Progress(starts=1), failed, None, NOW, Policy())
+    assert again == Action("start", at=NOW, resume=True, reason="reproof")
+    assert plan.after_reproof(Progress(2, 1), frozenset({"1.3"}), failed, NOW, Policy()) == again
+    same = plan.after_reproof(Progress(starts=2, restarts=1), failed, failed, NOW, Policy())
+    assert (same.ending, same.exit_code) == ("halt-unproven", 15)
+    spent = plan.after_reproof(Progress(3, 2), failed, None, NOW, Policy(max_restarts=2))
+    assert spent.ending == "halt-restarts"
+    untrusted = plan.after_reproof(Progress(1), failed, None, NOW, Policy(), closable=False)
+    assert untrusted.ending == "halt-unproven"  # nothing the agent can mend: no restart
 
 
 def test_the_restart_budget_spent_halts() -> None:
@@ -272,6 +286,19 @@ def test_the_live_lines_and_the_endings(snapshot: SnapshotAssertion) -> None:
         plan.ending_text("complete", 0, "demo", 5, row, progress),
         plan.ending_text("halt-restarts", 16, "demo", 0, None, Progress(starts=11, restarts=10)),
         plan.ending_text("interrupted", 130, "demo", 1, {"engagements": 1}, Progress(1)),
+        plan.start_line(
+            "claude", "demo", "0b6f", Action("start", NOW, resume=True, reason="reproof"), 2
+        ),
+        plan.ending_text("complete", 0, "demo", 3, None, Progress(1), "re-proof 3 steps in 1.2 s"),
+        plan.ending_text(
+            "halt-unproven",
+            15,
+            "demo",
+            0,
+            None,
+            Progress(2, 1),
+            "re-proof 3 steps in 0.4 s, 2 failed",
+        ),
     ]
     assert "\n".join(texts) == snapshot
 

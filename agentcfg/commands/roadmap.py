@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from agentcfg import audit, fleet, loading, verify
+from agentcfg import audit, finals, fleet, loading, reprove, verify
 from agentcfg.agents import agent_session, require_person
 from agentcfg.commands import bar, emit_json, json_option, now, say, workspace
 from agentcfg.core.evidence import baseline_line, baseline_total, summary
@@ -18,7 +18,9 @@ from agentcfg.core.lint import lint
 from agentcfg.core.roadmap import Step
 from agentcfg.core.texts import plural
 from agentcfg.errors import RoadmapError
+from agentcfg.membership import membership_path
 from agentcfg.verify import VerifyResult
+from agentcfg.workspace import Workspace
 
 
 @click.group()
@@ -174,11 +176,32 @@ def _streamed(step: Step) -> verify.Echo:
     is_flag=True,
     help="Run every open step's verify line once before the work, to grade its evidence.",
 )
+@click.option(
+    "--final",
+    is_flag=True,
+    help="Re-prove every contracted step on the tree as it is (reopening any that fails) and "
+    "record the final proof a run ends `complete` on.",
+)
 @json_option
-def verify_command(slug: str, steps: tuple[str, ...], baseline: bool, as_json: bool) -> None:
+def verify_command(
+    slug: str, steps: tuple[str, ...], baseline: bool, final: bool, as_json: bool
+) -> None:
     """Run verify lines: of the steps named, or of every open step that has one."""
     ws = workspace()
     slug = ws.canonical(slug)
+    if final:
+        if steps or baseline:
+            raise click.UsageError("--final re-proves every contracted step: name none")
+        found = reprove.reprove(
+            ws, slug, os.environ, now=now(), changed=reprove.guarded(ws, slug, os.environ)
+        )
+        if as_json:
+            emit_json(_reproof_json(found))
+        else:
+            _show_reproof(found)
+        if not found.ok:
+            raise SystemExit(1)
+        return
     if baseline:
         if steps:
             raise click.UsageError("--baseline runs every open step's verify line: name none")
@@ -231,6 +254,7 @@ def done_command(slug: str, step_query: str, no_verify: bool) -> None:
         say(_verify_line(result))
     if outcome.already:
         say(f"step {step.name} was ticked already; its receipt is recorded now: it is proven")
+        _final_after_last(ws, slug)
         return
     how = "its verify line passed"
     if no_verify:
@@ -238,6 +262,50 @@ def done_command(slug: str, step_query: str, no_verify: bool) -> None:
             "; it has none, so its receipt says so" if outcome.proven else "; it stays unproven"
         )
     say(f"marked step {step.name} done in roadmaps/{slug}.md: {how}")
+    _final_after_last(ws, slug)
+
+
+def _final_after_last(ws: Workspace, slug: str) -> None:
+    """The `done` that closes a run's last open step re-proves every contracted step, as the run
+    can end `complete` only on that proof (a fleet member's workspace leaves it to the fleet)."""
+    member = membership_path(ws, slug).exists() or os.environ.get(fleet.MEMBER_ENV) == slug
+    if member or not reprove.closed_out(ws, slug, now()):
+        return
+    say("that was the last open step: every contracted step is re-proven on the tree as it is")
+    found = reprove.reprove(
+        ws, slug, os.environ, now=now(), changed=reprove.guarded(ws, slug, os.environ)
+    )
+    _show_reproof(found)
+    if not found.ok:
+        raise SystemExit(1)
+
+
+def _show_reproof(found: reprove.Reproof) -> None:
+    say(f"{found.summary()} ({plural(found.commands, 'verify line')} run)")
+    for step, why in found.failed:
+        again = "; reopened" if step in found.reopened else ""
+        say(f"  FAIL {step} ({why}){again}", err=True)
+    if found.ok:
+        say(f"the run's end is proven: {finals.shown(found.slug)}")
+    else:
+        say(
+            f"the run's end is not proven: {plural(len(found.failed), 'step')} failed; close "
+            f"{'them' if len(found.failed) > 1 else 'it'} again, then run "
+            f"`agentcfg roadmap verify {found.slug} --final`",
+            err=True,
+        )
+
+
+def _reproof_json(found: reprove.Reproof) -> dict[str, Any]:
+    return {
+        "slug": found.slug,
+        "ok": found.ok,
+        "passed": list(found.passed),
+        "failed": [{"step": step, "reason": why} for step, why in found.failed],
+        "reopened": list(found.reopened),
+        "seconds": round(found.seconds, 3),
+        "commands": found.commands,
+    }
 
 
 @roadmap.command("audit")
@@ -284,7 +352,9 @@ def _show_audit(found: audit.Audit) -> None:
 def _audit_note(row: audit.Row) -> str:
     receipt = row.receipt or {}
     notes = []
-    if row.status == "unproven":
+    if row.refuted is not None:
+        notes.append(f"failed the re-proof at the run's end ({row.refuted})")
+    elif row.status == "unproven":
         notes.append("ticked without a receipt")
     elif row.elsewhere:
         notes.append("its receipt was taken on a commit outside this branch's history")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -162,7 +163,9 @@ def run(
         raise SystemExit(
             fleet_run.run_member(
                 ws, Path(fleet_root), slug, host, member, into, coordinate, lease_ttl or TTL,
-                lambda tree: driver.drive(tree, request, ready, env, clock(), shown),
+                lambda tree, step: driver.drive(
+                    tree, replace(request, step=step), ready, env, clock(), shown
+                ),
             )
         )  # fmt: skip
     say(_store_line(ws.root, ready, extra), err=as_json)

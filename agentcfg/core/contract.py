@@ -3,8 +3,9 @@ against it (docs/architecture.md, section 8). Pure: contract, roadmap and receip
 
 A contracted step is found again in the roadmap by the hash of its text (so renumbering is
 not a change), else by its id (so a reworded step is named as reworded). It is closed only
-by a receipt: a passing `verified` event for its text and its verify line, made after it
-joined the contract.
+by a receipt: a passing `verified` event for that step (by its id), its text and its verify
+line, made after it joined the contract; the newest such receipt decides, so a failing
+re-proof at the run's end reopens what an older pass closed.
 """
 
 from __future__ import annotations
@@ -63,11 +64,13 @@ class Receipt(Record):
     command: str | None  # sha256 of its verify line; None when it has none
     exit_code: int | None
     at: float
+    final: bool = False  # made by the re-proof at the run's end (a failing one is kept too)
 
     @property
     def passed(self) -> bool:
-        """Its verify line exited 0, or the step has none: nothing to run, the tick is the proof."""
-        return self.exit_code == 0 or self.command is None
+        """Its verify line exited 0, or the step has none: nothing to run, the tick is the proof
+        (a re-proof's receipt that failed says so whatever the step has)."""
+        return self.exit_code == 0 or (self.command is None and not self.final)
 
 
 class Change(Record):
@@ -114,12 +117,29 @@ def baseline(roadmap: Roadmap, now: float) -> Contract:
     return Contract(roadmap.mode, now, terms)
 
 
-def proven(term: Term, receipts: tuple[Receipt, ...]) -> bool:
-    wanted = command_hash(term.verify)
-    return any(
-        r.passed and r.text == term.text and r.command == wanted and r.at >= term.since
-        for r in receipts
-    )
+def proven(term: Term, receipts: tuple[Receipt, ...], step: str | None = None) -> bool:
+    """Whether the newest receipt for this step (its id when it joined, or `step`, its id now),
+    its text and its verify line, made since it joined, passed."""
+    newest = deciding(receipts, frozenset((term.id, step or term.id)), term.text,
+                      command_hash(term.verify), term.since)  # fmt: skip
+    return newest is not None and newest.passed
+
+
+def deciding(
+    receipts: tuple[Receipt, ...],
+    ids: frozenset[str],
+    text: str,
+    command: str | None,
+    since: float,
+) -> Receipt | None:
+    """The receipt that decides whether a step is closed: the newest for one of its ids, its
+    text and its verify line, made at or after `since`. Newest is the last written: receipts
+    are only ever appended, and a time a receipt claims for itself could lie ahead."""
+    found: Receipt | None = None
+    for r in receipts:
+        if r.step in ids and r.text == text and r.command == command and r.at >= since:
+            found = r
+    return found
 
 
 def by_text(receipts: tuple[Receipt, ...]) -> dict[str, tuple[Receipt, ...]]:
@@ -146,7 +166,8 @@ def judge(
     unproven: list[Step] = []
     closed = 0
     for term, step in zip(contract.terms, matched, strict=True):
-        if (step is None or step.mark == "done") and proven(term, held.get(term.text, ())):
+        closing = step.id if step is not None else None
+        if (step is None or step.mark == "done") and proven(term, held.get(term.text, ()), closing):
             closed += 1  # what is done with a receipt stays done, however the text moves on
             continue
         change = _change(term, step, hashes)
@@ -170,6 +191,13 @@ def judge(
         len(contract.terms) + len(joining),
         joining,
     )
+
+
+def matched(contract: Contract, roadmap: Roadmap) -> list[tuple[Term, Step | None]]:
+    """Each contracted step with the roadmap's step it is now (None: not found)."""
+    hashes = {id(s): text_hash(s.text) for s in roadmap.steps}
+    found = _match(contract.terms, roadmap.steps, hashes)
+    return list(zip(contract.terms, found, strict=True))
 
 
 def _match(

@@ -157,6 +157,7 @@ class Fire(Record):
     changed: bool = False  # the run's contract was changed, and the gate has refused it once
     checks: tuple[str, ...] = ()  # checks `roadmap done` refused: changed since trust
     tampered: bool = False  # a record deciding the run's ending failed its seal
+    unfinal: bool = False  # nothing open, but no final re-proof covers the contract and roadmap
 
     @property
     def open(self) -> int:
@@ -206,6 +207,8 @@ def _climb(read: RunState, fire: Fire, caps: Caps) -> Decision:
     ending = (
         None if fire.open_ids is None or fire.open else "blocked" if fire.blocked else "complete"
     )
+    if ending == "complete" and fire.unfinal:
+        ending = None  # rung 7 needs the final re-proof: until it is recorded, work remains
     pausing = fire.person == "pause" or (run.paused and fire.person != "resume")
     if run.halted is not None or (run.ended is not None and run.ended == ending):
         # rung 4, first: a finished run says nothing more (a pause is kept for new work)

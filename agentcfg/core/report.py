@@ -35,6 +35,7 @@ ENDINGS = (
     "halt-state-tampered",
     "halt-contract-changed",
     "halt-check-changed",
+    "halt-unproven",
     "halt-restarts",  # `agentcfg run`'s own endings
     "halt-until",
     "interrupted",

@@ -22,6 +22,7 @@ def continuation(
     iteration: int,
     cap: int,
     unproven: tuple[Step, ...] = (),
+    reopened: tuple[str, ...] = (),
 ) -> str:
     blocked_note = f" (+{blocked} blocked-by, not yours this run)" if blocked else ""
     lines = [
@@ -42,6 +43,16 @@ def continuation(
     )
     if len(unproven) > UNPROVEN_NAMED:
         lines.append(f"(+{len(unproven) - UNPROVEN_NAMED} more ticked but unproven)")
+    if reopened:
+        shown = ", ".join(reopened[:UNPROVEN_NAMED])
+        more = (
+            f" (+{len(reopened) - UNPROVEN_NAMED} more)" if len(reopened) > UNPROVEN_NAMED else ""
+        )
+        lines.append(
+            f"The re-proof at the run's end reopened {shown}{more}: "
+            f"{'its verify line fails' if len(reopened) == 1 else 'their verify lines fail'} "
+            "on the tree as it is. Close each again."
+        )
     lines.append(
         "Do this step now, and end the turn once it is closed. "
         "Hand back instead only for a decision the roadmap reserves for a person."
@@ -56,6 +67,20 @@ def continuation(
         )
     )
     return "\n".join(lines)
+
+
+def final_needed(slug: str, iteration: int, cap: int) -> str:
+    """The continuation when every contracted step is closed but no final re-proof covers them."""
+    command = " ".join(map(sh_quote, ["agentcfg", "roadmap", "verify", slug, "--final"]))
+    return "\n".join(
+        (
+            f"run-continuation: every contracted step of roadmap `{slug}` is closed, but the run's "
+            f"end is not proven yet — iteration {iteration}/{cap}.",
+            f"Run `{command}`: it runs every contracted step's verify line again on the tree as "
+            "it is, reopens any step that fails, and records the final proof the run ends on.",
+            "Then close whatever it reopened, and end the turn.",
+        )
+    )
 
 
 def close_command(slug: str, step: Step) -> str:
@@ -197,6 +222,11 @@ NOTES = {
         "agentcfg: roadmap `{slug}` stopped: {problem} failed its seal (agentcfg did not "
         "write it so). Remove it and verify again (`agentcfg roadmap verify {slug}`), then "
         "have the agent claim it again: `agentcfg sessions claim {slug}`."
+    ),
+    "halt-unproven": (
+        "agentcfg: roadmap `{slug}` stopped: its steps are ticked but the re-proof at the end "
+        "failed again ({problem}). See `agentcfg roadmap audit {slug}`, fix what fails, then "
+        "run it again: `agentcfg roadmap verify {slug} --final`."
     ),
     "halt-state-unreadable": (
         "agentcfg: roadmap `{slug}` stopped: this session's run state could not be read. "

@@ -30,6 +30,7 @@ EXIT_CODES = {
     "halt-check-changed": 15,
     "halt-state-unreadable": 15,
     "halt-state-tampered": 15,
+    "halt-unproven": 15,  # every step ticked, but the re-proof at the end cannot pass
     "halt-restarts": 16,  # the host kept ending early: the restart budget is spent
     "interrupted": 130,  # Ctrl-C at the driver
 }
@@ -194,6 +195,25 @@ def decide(progress: Progress, ended: Ended, now: float, policy: Policy) -> Acti
     return schedule(action, policy)
 
 
+def after_reproof(
+    progress: Progress,
+    failed: frozenset[str],
+    before: frozenset[str] | None,
+    now: float,
+    policy: Policy,
+    closable: bool = True,
+) -> Action:
+    """The run read as finished, and the re-proof at its end failed `failed` (and reopened
+    what was ticked): the host carries the run on, unless no failure is the agent's to mend
+    (`closable` False: a line no person trusted, a check changed since trust), the same steps
+    failed the re-proof before it too (`before`), or the restart budget is spent."""
+    if not closable or failed == before:
+        return finish("halt-unproven")
+    if progress.restarts >= policy.max_restarts:
+        return finish("halt-restarts")
+    return schedule(Action("start", at=now, resume=True, reason="reproof"), policy)
+
+
 def schedule(action: Action, policy: Policy) -> Action:
     """A start moved into the window, or the told halt when it would fall after `--until`."""
     at = action.at
@@ -233,6 +253,7 @@ REASONS = {
     "crash": "the host failed",
     "usage-limit": "after the usage limit",
     "next-step": "a step is done: the next one in a new session",
+    "reproof": "the re-proof at the end reopened steps",
 }
 
 
@@ -280,8 +301,10 @@ def ending_text(
     closed: int,
     row: dict[str, object] | None,
     progress: Progress,
+    reproof: str | None = None,
 ) -> str:
-    """The run's typed ending, with the numbers `report` has for it."""
+    """The run's typed ending, with the numbers `report` has for it (and the re-proof's time,
+    when one ran)."""
     numbers = [f"{plural(closed, 'step')} closed"]
     if row is not None:
         tokens = row.get("tokens")
@@ -298,6 +321,7 @@ def ending_text(
             f"agentcfg run: {ending} — roadmap `{slug}` (exit {exit_code})",
             "  " + ", ".join(numbers),
             f"  {plural(progress.starts, 'host start')}, {plural(progress.restarts, 'restart')}",
+            *([f"  {reproof}"] if reproof else []),
         )
     )
 

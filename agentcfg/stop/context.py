@@ -87,6 +87,9 @@ class HookContext:
         """This workspace's step lease in a fleet on the claimed roadmap (renewed here once
         due), or None outside a fleet; a lease that passed to another member sets lease_lost."""
         found = membership.read_membership(self.ws, self.claim.slug) if self.claim else None
+        if found is not None and not self._fits(found):
+            self.log("membership-ignored", step=found.step, member_slug=found.slug)
+            return None  # a lease on no step of this roadmap never narrows its open work
         if found is None or self.now < found.renewal_due:
             return found
         try:
@@ -97,6 +100,17 @@ class HookContext:
         if renewed is None:
             self.lease_lost = found.step
         return renewed
+
+    def _fits(self, found: membership.Membership) -> bool:
+        """The membership leases a step the claimed roadmap has (a roadmap that cannot be read
+        has no step: its own rung tells)."""
+        roadmap = self.roadmap
+        return (
+            self.claim is not None
+            and found.slug == self.claim.slug
+            and roadmap is not None
+            and any(s.id == found.step for s in roadmap.steps)
+        )
 
     @cached_property
     def roadmap(self) -> Roadmap | None:

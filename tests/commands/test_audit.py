@@ -143,3 +143,29 @@ def test_audit_counts_only_contracted_steps_once_a_run_recorded_its_contract(
     assert result.exit_code == 0  # ticked before the run began: not the run's to prove
     row = json.loads(result.output)["steps"][2]
     assert (row["status"], row["contracted"]) == ("unproven", False)
+
+
+def test_a_receipt_made_before_the_step_joined_a_run_does_not_prove_it(
+    road: Path, ws: Path
+) -> None:
+    assert run_cli("roadmap", "done", "r", "1.1").exit_code == 0
+    road.write_text(road.read_text().replace("- [x] **1.1**", "- [ ] **1.1**"))  # reopened
+    assert run_cli("sessions", "claim", "r", "--session", "s-1").exit_code == 0  # 1.1 joins now
+    road.write_text(road.read_text().replace("- [ ] **1.1**", "- [x] **1.1**"))  # by hand
+    result = run_cli("roadmap", "audit", "r")
+    assert result.exit_code == 1
+    assert re.search(r"1\.1\s+unproven", result.output)
+
+
+def test_two_steps_of_the_same_text_and_line_each_need_their_own_receipt(ws: Path) -> None:
+    twins = "## Phase 1\n- [ ] **1.1** Same <!-- verify: true -->\n" + (
+        "- [ ] **1.2** Same <!-- verify: true -->\n"
+    )
+    road = write_roadmap(ws, "t", twins)
+    assert run_cli("roadmap", "trust", "t").exit_code == 0
+    assert run_cli("roadmap", "done", "t", "1.1").exit_code == 0
+    road.write_text(road.read_text().replace("- [ ] **1.2**", "- [x] **1.2**"))  # by hand
+    data = json.loads(run_cli("roadmap", "audit", "t", "--json").output)
+    assert [(s["step"], s["status"]) for s in data["steps"]] == [
+        ("1.1", "proven"), ("1.2", "unproven"),
+    ]  # fmt: skip

@@ -133,7 +133,7 @@ def test_a_members_host_runs_with_the_fleets_roadmap_named(
         seen.append(env.get("AGENTCFG_FLEET"))
 
     def run_member(ws: Workspace, root: Path, *args: Any) -> int:
-        args[-1](ws)
+        args[-1](ws, "1.1")
         return 0
 
     monkeypatch.setattr(driver, "drive", drive)

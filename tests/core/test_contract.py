@@ -17,6 +17,7 @@ from agentcfg.core.contract import (
     from_json,
     grown,
     judge,
+    matched,
     proven,
     text_hash,
     to_json,
@@ -104,7 +105,8 @@ def apply(model: Model, edit: tuple[object, ...], receipts: list[Receipt], now: 
     elif kind == "verify":
         line.verify = None if edit[2] is None else str(edit[2])
     elif kind == "prove" and line.mark in (" ", "/") and not line.blocked:
-        receipts.append(Receipt("", text_hash(line.text), command_hash(line.verify), 0, now))
+        step = parse_roadmap(model.render()).steps[index]  # a receipt names its step's id
+        receipts.append(Receipt(step.id, text_hash(line.text), command_hash(line.verify), 0, now))
         line.mark = "x"
 
 
@@ -130,7 +132,10 @@ def test_no_agent_edits_end_a_run_complete_while_a_contracted_step_lacks_a_recei
         decision = decide(run, fire, caps)
         run = decision.state
         if decision.event == "complete":
-            assert all(proven(term, tuple(receipts)) for term in contract.terms), edits
+            assert all(
+                proven(term, tuple(receipts), step.id if step else None)
+                for term, step in matched(contract, roadmap)
+            ), edits
         if decision.event == "blocked":
             assert not judged.changes and not judged.unproven, edits
 

@@ -138,6 +138,20 @@ def test_complete_is_written_once_and_new_work_goes_on_as_the_same_run() -> None
     assert (more.state.iterations, more.state.ended) == (5, None)  # the same run counts on
 
 
+def test_complete_waits_for_the_final_re_proof_whatever_the_run_state_says() -> None:
+    waiting = decide(engaged(iterations=4), fire(open=0, reply="r2", unfinal=True), CAPS)
+    assert outcome(waiting) == (True, "engage") and waiting.state.ended is None
+    forged = engaged(iterations=4, ended="complete", last_reply=None)
+    again = decide(forged, fire(open=0, reply="r3", unfinal=True), CAPS)
+    assert outcome(again) == (True, "engage")  # rung 4 needs the fire's own ending
+    proven = decide(again.state, fire(open=0, reply="r4"), CAPS)
+    assert outcome(proven) == (False, "complete")
+    assert outcome(decide(engaged(), fire(open=0, blocked=1, unfinal=True), CAPS)) == (
+        False,
+        "blocked",
+    )
+
+
 def test_blocked_then_complete_each_once() -> None:
     blocked = decide(engaged(), fire(open=0, blocked=1, reply="r2"), CAPS).state
     d = decide(blocked, fire(open=0, blocked=0, reply="r3"), CAPS)

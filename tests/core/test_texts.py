@@ -16,6 +16,7 @@ from agentcfg.core.texts import (
     REFUSALS,
     close_command,
     continuation,
+    final_needed,
     note,
     refusal,
     sh_quote,
@@ -59,6 +60,18 @@ def test_a_labelled_started_step_with_tags_and_detail(snapshot: SnapshotAssertio
     assert "Resume step: **T007** [P] [US1] Merge two bookmark sets" in text
     assert "(roadmaps/bookmarks.md:3)" in text
     assert "four" not in text
+    assert text == snapshot
+
+
+def test_a_continuation_names_the_steps_the_re_proof_reopened(snapshot: SnapshotAssertion) -> None:
+    text = continuation("demo", 2, 0, step(), 5, 25, reopened=("1.2", "1.3"))
+    assert "The re-proof at the run's end reopened 1.2, 1.3: their verify lines fail" in text
+    assert text == snapshot
+
+
+def test_the_continuation_that_asks_for_the_final_re_proof(snapshot: SnapshotAssertion) -> None:
+    text = final_needed("my roadmap", 4, 25)
+    assert "`agentcfg roadmap verify 'my roadmap' --final`" in text
     assert text == snapshot
 
 

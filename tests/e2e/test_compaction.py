@@ -144,6 +144,6 @@ def test_a_codex_run_that_compacts_after_every_step_completes(tmp_path: Path) ->
     assert "2 of 2 closed" in last and "No step is open" in last
     # the hook's words drove the run: it ends complete with no continuation needed
     steps = ["verified", "marked-done"] * 2
-    assert run.events() == ["trusted", *steps, "complete"]
+    assert run.events() == ["trusted", *steps, "reproof", "complete"]  # the last done re-proves
     assert run.script.continuations() == []
     assert "- [x] **1.1**" in run.roadmap() and "- [x] **1.2**" in run.roadmap()

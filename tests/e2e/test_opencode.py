@@ -210,7 +210,8 @@ def test_agentcfg_run_serves_opencode_to_complete(tmp_path: Path) -> None:
     assert {e["run"] for e in ledger(root)} == {session_key(session)}
     seen = events(root)
     # the driver's first prompt names step 1.1; the plugin's continuation, step 1.2
-    assert seen == ["claimed", "run-start", "engage", "complete"], seen
+    # the last `roadmap done` re-proves before the hook's complete, the driver after it
+    assert seen == ["claimed", "run-start", "engage", "reproof", "complete", "reproof"], seen
     assert ticked(root) == 2
     assert proc.stderr.count("· step 1.") == 1, proc.stderr  # one line per engagement
     assert "agentcfg run: complete — roadmap `e2e` (exit 0)" in proc.stderr

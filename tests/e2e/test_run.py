@@ -207,7 +207,7 @@ def assert_complete(run: Driven, steps: int = 2) -> None:
     roadmap = (run.root / "roadmaps" / f"{SLUG}.md").read_text()
     assert roadmap.count("- [x]") == steps and "- [ ]" not in roadmap
     events = run.events()
-    assert events[-1] == "complete", events
+    assert events[-2:] == ["complete", "reproof"], events  # the driver's own re-proof last
     assert events.count("run-start") == 1, events
     # one engagement line per engagement of the run on the terminal, then the ending
     assert run.proc.stderr.count("· step 1.") == events.count("engage"), run.proc.stderr

@@ -12,8 +12,10 @@ from pathlib import Path
 
 from syrupy.assertion import SnapshotAssertion
 
+from agentcfg import seal
 from agentcfg.leases import Store
 from agentcfg.membership import read_membership, remember
+from agentcfg.paths import FLEET
 from agentcfg.workspace import Workspace
 from tests.conftest import FIXTURES, SESSION, fire, fixture_payload, ledger, run_cli
 
@@ -73,3 +75,22 @@ def test_a_lease_that_passed_on_is_told_and_the_step_left_alone(
     assert [e["event"] for e in ledger(ws)][-1] == "lease-lost"
     told = json.loads(result.stdout)["systemMessage"]
     assert told == snapshot
+
+
+def test_a_membership_naming_no_step_of_the_roadmap_is_ignored_not_obeyed(ws: Path) -> None:
+    """A plain run's agent writes a lease on a step the roadmap lacks: its open work would
+    narrow to nothing and the run end `complete`; the hook ignores it, told in the ledger."""
+    shutil.copy(FIXTURES / "transcript.jsonl", ws / "transcript.jsonl")
+    assert run_cli("sessions", "claim", "demo", "--session", SESSION).exit_code == 0
+    forged = {
+        "slug": "demo", "holder": "me", "step": "9.9", "fence": 1, "ttl": 900,
+        "expires": "2099-01-01T00:00:00Z", "coordinate": None,
+    }  # fmt: skip
+    (ws / "state" / "fleet").mkdir(mode=0o700)
+    sealed = {**forged, seal.FIELD: seal.sign(FLEET, "demo", forged)}  # it read the key
+    (ws / "state" / "fleet" / "demo.json").write_text(json.dumps(sealed))
+    result = fire(ws, fixture_payload(1, ws))
+    assert result.returncode == 2  # the run goes on: its open steps are still open
+    events = [e["event"] for e in ledger(ws)]
+    assert "membership-ignored" in events and "complete" not in events
+    assert events[-1] == "engage"

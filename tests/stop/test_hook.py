@@ -132,7 +132,7 @@ def test_a_run_that_completes(ws: Path) -> None:
     host.agentcfg("roadmap", "done", "demo", "2.2")
     host.reply("Closed 2.2.")
     assert host.fire().exit_code == 0
-    assert events(ws)[-4:] == ["engage", "verified", "marked-done", "complete"]
+    assert events(ws)[-5:] == ["engage", "verified", "marked-done", "reproof", "complete"]
     written = len(events(ws))
     for n in range(4):  # a finished run: later fires allow silently, with no ledger line
         host.reply(f"All wrapped up ({n}). Anything else?")

@@ -225,7 +225,7 @@ def test_a_finished_run_is_counted_once(ws: Path) -> None:
     for n in range(5):
         host.reply(f"Done ({n}).")
         assert host.fire().exit_code == 0
-    assert events(ws) == ["engage", "complete"]
+    assert events(ws) == ["engage", "reproof", "complete"]  # the last `done` re-proved it
     roadmap.write_text(roadmap.read_text() + "- [ ] **2** a new step\n")
     host.reply("Noted.")
     assert host.fire().next_step == "2"

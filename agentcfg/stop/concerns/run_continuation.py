@@ -14,9 +14,16 @@ from agentcfg.config import ChainEntry
 from agentcfg.core import phrases
 from agentcfg.core.chain import RUN_CONTINUATION
 from agentcfg.core.ladder import TAMPERED, Fire, RunState, decide
-from agentcfg.core.texts import claim_lost, continuation, lease_lost, note, stopped
+from agentcfg.core.texts import (
+    claim_lost,
+    continuation,
+    final_needed,
+    lease_lost,
+    note,
+    stopped,
+)
 from agentcfg.errors import StateError
-from agentcfg.paths import CHECKS
+from agentcfg.paths import CHECKS, FINALS
 from agentcfg.stop.context import HookContext
 from agentcfg.stop.dispatch import ALLOW, Verdict
 
@@ -54,6 +61,7 @@ class RunContinuation:
             open_ids = frozenset(s.id for s in roadmap.steps if s.is_open)
         if open_ids is not None and member is not None:
             open_ids = frozenset(i for i in open_ids if i == member.step)
+        blocked = _blocked(ctx, scanned.counts.blocked if scanned else 0)
         fire = Fire(
             turn=ctx.turn,
             reply=ctx.reply_key,
@@ -61,7 +69,7 @@ class RunContinuation:
             changed=roadmap is not None and _halts_on_change(ctx),
             checks=_refused_checks(ctx, claim.slug) if roadmap is not None else (),
             tampered=ctx.tampered is not None,
-            blocked=_blocked(ctx, scanned.counts.blocked if scanned else 0),
+            blocked=blocked,
             now=ctx.now,
             deferred=refused == ctx.reply_key,
             # asking leave again after a refusal in this turn is a question: it hands back
@@ -70,6 +78,7 @@ class RunContinuation:
             background=ctx.event.background_tasks > 0,
             person=ctx.person,
             shadow=ctx.config.mode == "shadow",
+            unfinal=open_ids == frozenset() and not blocked and member is None and _unfinal(ctx),
         )
         path = claims.run_path(ctx.ws, ctx.key, claim.slug)
         try:
@@ -123,9 +132,12 @@ class RunContinuation:
                 **step, **_proven(ctx),
             )  # fmt: skip
         counts = scanned.counts if scanned else None
+        if fire.unfinal and not fire.open:
+            return Verdict("block", final_needed(claim.slug, after.iterations,
+                                                 ctx.caps.max_iterations), self.name)  # fmt: skip
         text = continuation(
             claim.slug, fire.open, counts.blocked if counts else 0,
-            upcoming, after.iterations, ctx.caps.max_iterations, unproven,
+            upcoming, after.iterations, ctx.caps.max_iterations, unproven, _reopened(ctx),
         )  # fmt: skip
         return Verdict("block", text, self.name)
 
@@ -205,6 +217,29 @@ def _blocked(ctx: HookContext, count: int) -> int:
     if ctx.member is None or ctx.roadmap is None:
         return count
     return sum(1 for s in ctx.roadmap.steps if s.id == ctx.member.step and s.blocked)
+
+
+def _reopened(ctx: HookContext) -> tuple[str, ...]:
+    """The open steps the last re-proof at the end failed (none for a fleet member, whose
+    fleet re-proves its branch)."""
+    if ctx.member is not None or ctx.roadmap is None or ctx.claim is None:
+        return ()
+    if not (ctx.ws.state / FINALS).is_dir():
+        return ()  # no re-proof ever ran here: nothing more is read
+    from agentcfg import finals  # rare: loaded only where a re-proof ran
+
+    return finals.reopened(ctx.ws, ctx.claim.slug, ctx.roadmap)
+
+
+def _unfinal(ctx: HookContext) -> bool:
+    """No final record covers the run's contract and the roadmap as they are: `complete` waits
+    for `roadmap verify --final` (the hook runs no check itself: it reads one small file)."""
+    from agentcfg import finals  # rare: only the fire that would end a run reads it
+
+    found, roadmap, claim = ctx.contract[0], ctx.roadmap, ctx.claim
+    if found is None or roadmap is None or claim is None:
+        return False  # no contract: its own rung halts the run
+    return not finals.covers(finals.read_final(ctx.ws, claim.slug), found, roadmap)
 
 
 def _halts_on_change(ctx: HookContext) -> bool:
