@@ -330,7 +330,7 @@ class _Driver:
         only = None if self.request.step is None else frozenset((self.request.step,))
         return reprove(
             self.ws, self.slug, self.env, now=self.clock.now(), only=only, record=only is None,
-            changed=guarded(self.ws, self.slug, self.env),
+            changed=guarded(self.ws, self.slug, self.env), key=self.current.key,
         )  # fmt: skip
 
     def finish(self, action: plan.Action, decided_here: bool, by: str | None = None) -> Result:

@@ -110,6 +110,7 @@ def reprove(
     reopen: bool = True,
     record: bool = True,
     clock: Callable[[], float] = time.monotonic,
+    key: str | None = None,
 ) -> Reproof:
     """Run every contracted step's trusted verify line again (`only`: just these steps, a fleet
     member's); reopen the ticked ones that fail; record each outcome as a `final` receipt and,
@@ -171,10 +172,11 @@ def reprove(
         len(ran),
     )
     after = loading.load(ws, slug)
-    _log(ws, "reproof", slug, after, now, passed=list(found.passed),
+    key = key if key is not None else verify.run_key(env)  # the driver names its own run
+    _log(ws, "reproof", slug, after, now, key, passed=list(found.passed),
          failed=[list(f) for f in failed], seconds=round(seconds, 3), commands=len(ran))  # fmt: skip
     if reopened:
-        _log(ws, "reproof-reopened", slug, after, now, steps=reopened)
+        _log(ws, "reproof-reopened", slug, after, now, key, steps=reopened)
     if record:
         proved = tuple(
             Proved(s.id, text_hash(s.text), command_hash(s.verify), *outcomes[s.id]) for s in steps
@@ -218,12 +220,12 @@ def _outcome(
 def _proof(
     stored: list[dict[str, Any]], ids: frozenset[str], fields: dict[str, object]
 ) -> dict[str, Any] | None:
-    """The newest passing receipt (not a re-proof's) of this step, text and verify line: the
-    proof a passing re-proof confirms."""
+    """The newest passing receipt of this step, text and verify line: the proof a passing
+    re-proof confirms (an earlier re-proof's carries the evidence of the proof it confirmed)."""
     for item in reversed(stored):
         same = item.get("text") == fields["text"] and item.get("command") == fields["command"]
         passed = item.get("exit_code") == 0 or item.get("command") is None
-        if same and passed and item.get("step") in ids and item.get("final") is not True:
+        if same and passed and item.get("step") in ids:
             found: dict[str, Any] = item
             return found
     return None
@@ -243,8 +245,15 @@ def _code(result: VerifyResult | None) -> int | None:
 
 
 def _log(
-    ws: Workspace, event: str, slug: str, roadmap: Roadmap, now: float, **fields: object
+    ws: Workspace,
+    event: str,
+    slug: str,
+    roadmap: Roadmap,
+    now: float,
+    key: str | None,
+    **fields: object,
 ) -> None:
+    """A ledger event of the re-proof, tied to the run it proves (`key`), when one is known."""
     counts = scan(roadmap).counts
-    record = state.event(event, now, None, slug, open=counts.open, blocked=counts.blocked, **fields)
+    record = state.event(event, now, key, slug, open=counts.open, blocked=counts.blocked, **fields)
     state.append_ledger(ws.state, record)

@@ -147,16 +147,12 @@ def log(
     **fields: object,
 ) -> None:
     """A ledger event from the command line, tied to this session's run when it has one."""
-    from agentcfg.claims import resolve_session, session_key
     from agentcfg.core.roadmap import scan
-    from agentcfg.hosts.registry import session_env
 
-    try:
-        run: str | None = session_key(resolve_session(None, env, session_env()))
-    except ClaimError:
-        run = None
     counts = scan(roadmap).counts
-    record = state.event(event, now, run, slug, open=counts.open, blocked=counts.blocked, **fields)
+    record = state.event(
+        event, now, run_key(env), slug, open=counts.open, blocked=counts.blocked, **fields
+    )
     state.append_ledger(ws.state, record)
 
 
@@ -185,6 +181,17 @@ def closed_in_session(ws: Workspace, slug: str, env: Mapping[str, str]) -> str |
             if event.get("event") == "verified" and event.get("slug") == slug and closed is None:
                 closed = step if isinstance(step, str) else None
     return closed if one_step else None
+
+
+def run_key(env: Mapping[str, str]) -> str | None:
+    """The key of the run of the session this shell belongs to, if it names one."""
+    from agentcfg.claims import resolve_session, session_key
+    from agentcfg.hosts.registry import session_env
+
+    try:
+        return session_key(resolve_session(None, env, session_env()))
+    except ClaimError:
+        return None
 
 
 def mark_done(ws: Workspace, slug: str, step_id: str, proven: str | None = None) -> Step:

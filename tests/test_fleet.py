@@ -135,11 +135,12 @@ def test_a_turn_end_renews_the_lease_once_half_its_time_is_gone(ws: Path) -> Non
 
 @pytest.mark.slow  # fifteen processes at once, each with its git: a scale test
 def test_concurrent_fleet_claims_on_clones_leave_each_lease_to_a_member_that_knows_it(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Five sessions claim `--step auto` at once in each of three clones of a shared remote:
     one per clone wins; the refused ones give back nothing of the winner's, and every lease
     held on the remote is a winner's, named in its clone's membership."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))  # the key hook_env's claims use
     seed = make_repo(tmp_path / "seed")
     (seed / "roadmaps").mkdir()
     steps = "".join(f"- [ ] **1.{n}** step {n}\n" for n in range(1, 4 * CLONES + 1))
