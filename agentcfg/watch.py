@@ -159,6 +159,8 @@ def status(run: Run, now: float | None) -> str:
         return "stopped by a person"
     if outcome.startswith("halt-"):
         return f"halted: {outcome}"
+    if outcome == "complete" and run.evidence:
+        return f"complete: {run.evidence}"
     return outcome
 
 

@@ -10,7 +10,8 @@ Pure: the baseline's exit code and what the check runs in; the word and the summ
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 WORDS = ("red-green", "vacuous", "agent-check", "unknown")
 NAMED = 8  # steps named after a weaker word, at most
@@ -30,6 +31,22 @@ def grade(before: int | None, baselined: bool, agent_wrote: bool) -> str:
     if not baselined:
         return "unknown"
     return "vacuous" if before == 0 else "red-green"
+
+
+def words_of(
+    steps: Sequence[tuple[str, str, str, str | None]], receipts: Sequence[Mapping[str, Any]]
+) -> list[tuple[str, str]]:
+    """(step name, word) for each (name, id, text sha256, verify sha256 or None) step: the
+    evidence of its newest passing receipt, `unknown` when that carries none."""
+    newest: dict[tuple[object, object, object], str] = {}
+    for item in receipts:  # oldest first: a later pass replaces an earlier one
+        if item.get("exit_code") == 0 or item.get("command") is None:
+            word = item.get("evidence")
+            key = (item.get("step"), item.get("text"), item.get("command"))
+            newest[key] = word if isinstance(word, str) and word in WORDS else "unknown"
+    return [
+        (name, newest.get((sid, text, command), "unknown")) for name, sid, text, command in steps
+    ]
 
 
 def summary(graded: Sequence[tuple[str, str]]) -> str:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentcfg.core.times import iso, parse_iso
+from agentcfg.core.visible import visible
 
 # what a run's outcome can be; `blocked` and `complete` runs may still go on with new work
 ENDINGS = (
@@ -202,6 +203,7 @@ class Run:
     resumed_at: float | None = None  # the person lifted the stop then
     resume_at: float | None = None  # the wait the driver last recorded ends then
     said: str = "running"  # the outcome in plain words
+    evidence: str = ""  # what the proofs of a complete run show (core/evidence.py)
     timeline: Timeline = field(default_factory=lambda: Timeline())
 
     @property
@@ -220,6 +222,7 @@ class Run:
             "contract": self.contract,
             "outcome": self.outcome,
             "said": self.said,
+            "evidence": self.evidence or None,
             "last": iso(self.last),
             "ended": None if self.ended_at is None else iso(self.ended_at),
             "cut_short": self.cut_short,
@@ -557,6 +560,9 @@ def _apply(report: Report, run: Run, name: str, event: dict[str, Any], at: float
     _count_open(report, run, open_count, at)
     if name in _ENDED:
         run.outcome, run.ended_at = name, at
+        told = event.get("evidence")
+        if name == "complete" and isinstance(told, str):
+            run.evidence = visible(told[:400])
         if name == STOPPED:
             by = event.get("by")
             if run.stop is None:
@@ -687,7 +693,7 @@ def _ending_words(run: Run) -> str:
     name = run.outcome
     if name.startswith("halt-"):
         return f"halted{at}: {name.removeprefix('halt-').replace('-', ' ')}"
-    return f"{name}{at}"
+    return f"{name}{at}" + (f": {run.evidence}" if name == "complete" and run.evidence else "")
 
 
 def _by(by: str) -> str:

@@ -174,6 +174,7 @@ def lease_lost(slug: str, step: str) -> str:
 # What the person reads, through the host's own channel, when a run hands back, pauses or
 # halts: what stopped and how to go on. An event with no line here is not told.
 NOTES = {
+    "complete": "agentcfg: roadmap `{slug}` complete: {problem}.",
     "handback-question": (
         "agentcfg: roadmap `{slug}` waits for your answer ({open}); "
         "the run carries on after your reply."
@@ -253,6 +254,7 @@ PROBLEM_LIMIT = {
     "halt-contract-changed": 600,
     "halt-check-changed": 600,
     "halt-state-tampered": 300,
+    "complete": 400,  # each word's steps are named
 }
 
 

@@ -136,5 +136,5 @@ def test_the_lines_the_person_is_told(event: str, snapshot: SnapshotAssertion) -
 
 
 def test_events_that_are_not_told() -> None:
-    for event in ("engage", "complete", "blocked", "handback-background", "deferred-quality-gate"):
+    for event in ("engage", "blocked", "handback-background", "deferred-quality-gate"):
         assert note(event, "demo", 0, Caps()) == ""

@@ -293,3 +293,31 @@ def test_a_check_that_reads_the_roadmaps_is_not_changed_by_their_ticks(ws: Path)
     run_hostile(ws, ["roadmap", "trust", "two"], 0, env=env_of(ws))
     for step in ("1.1", "1.2"):
         run_hostile(ws, ["roadmap", "done", "two", step], 0, env=env_of(ws))
+
+
+def test_the_hooks_complete_tells_what_the_proofs_show(project: Path) -> None:
+    baseline(project)  # 1.1's test fails before the work; 1.2's `true` passes already
+    (project / "slug.py").write_text(WORK)
+    done(project, 0)
+    run_hostile(project, ["roadmap", "done", "slugs", "1.2"], 0, env=agent_env(project),
+                seconds=30)  # fmt: skip
+    line = told(project)
+    assert line == "agentcfg: roadmap `slugs` complete: 2 steps, 1 red-green, 1 vacuous (1.2)."
+    ended = [e for e in map(json.loads, (project / "state" / "run-continuation.jsonl").open())
+             if e["event"] == "complete"]  # fmt: skip
+    assert [e["evidence"] for e in ended] == ["2 steps, 1 red-green, 1 vacuous (1.2)"]
+
+
+def test_report_and_watch_say_what_the_proofs_of_a_complete_run_show(project: Path) -> None:
+    baseline(project)
+    (project / "slug.py").write_text(WORK)
+    done(project, 0)
+    run_hostile(project, ["roadmap", "done", "slugs", "1.2"], 0, env=agent_env(project),
+                seconds=30)  # fmt: skip
+    told(project)
+    words = "2 steps, 1 red-green, 1 vacuous (1.2)"
+    report = run_hostile(project, ["report", "--json"], 0, env=env_of(project)).stdout
+    assert [row["evidence"] for row in json.loads(report)["rows"]] == [words]
+    env = {**env_of(project), "COLUMNS": "200"}
+    watched = run_hostile(project, ["watch", "--once"], 0, env=env).stdout
+    assert f"complete: {words}" in " ".join(watched.split())
