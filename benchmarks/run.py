@@ -28,11 +28,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import agentcfg
-from agentcfg import claims, contract, loading, state
+from agentcfg import claims, contract, loading, seal, state
 from agentcfg.core.contract import Contract, Term, command_hash, text_hash
 from agentcfg.core.ladder import RunState
 from agentcfg.core.times import iso_ms
 from agentcfg.guard import Tree
+from agentcfg.paths import RECEIPTS
 from agentcfg.workspace import Workspace
 
 RUNS = int(os.environ.get("BENCH_RUNS", "15"))
@@ -428,6 +429,12 @@ def receipt(
     }  # fmt: skip
 
 
+def write_receipts(bench: Bench, slug: str, items: list[dict[str, object]]) -> None:
+    """Receipts as `roadmap done` leaves them: each line sealed with the person's key."""
+    sealed = [{**item, seal.FIELD: seal.sign(RECEIPTS, slug, item)} for item in items]
+    state.write_json(contract.receipts_path(bench.ws, slug), {"receipts": sealed}, compact=True)
+
+
 def store_cases(bench: Bench, hook: list[str], small: Path) -> dict[str, dict[str, float]]:
     """The hook engaging on a run whose contract and receipts are as large as they get: a
     roadmap of STORE_STEPS steps half done, each done one proven, the newest receipt of each a
@@ -451,7 +458,7 @@ def store_cases(bench: Bench, hook: list[str], small: Path) -> dict[str, dict[st
     items += [
         receipt("0.1", text_hash(f"gone {n}"), None, later) for n in range(contract.RECEIPTS_KEPT)
     ]
-    state.write_json(contract.receipts_path(bench.ws, "big"), {"receipts": items}, compact=True)
+    write_receipts(bench, "big", items)
     label = f"hook, engage, {STORE_STEPS:,} steps, contract and receipts"
     results[label] = measure(
         hook, lambda: bench.payload(small), setup=lambda: bench.fresh_run("big"), expect=2,
@@ -463,7 +470,10 @@ def store_cases(bench: Bench, hook: list[str], small: Path) -> dict[str, dict[st
     bench.claim("r200")
     made, _ = contract.read(bench.ws, key, "r200")
     assert made is not None
-    one = len(json.dumps(receipt("9.99999", "0" * 64, "0" * 64, later), separators=(",", ":")))
+    later = time.time() + 1  # receipts close a step only when made after it joined the run
+    example = receipt("9.99999", "0" * 64, "0" * 64, later)
+    example[seal.FIELD] = seal.sign(RECEIPTS, "r200", example)  # each line carries its seal
+    one = len(json.dumps(example, separators=(",", ":")))
     count = (contract.RECEIPTS_LIMIT - (64 << 10)) // (one + 1)
     gone = [Term(f"9.{n}", text_hash(f"reworded {n}"), f"echo {n}", False, made.started_at)
             for n in range(count)]  # fmt: skip
@@ -472,7 +482,7 @@ def store_cases(bench: Bench, hook: list[str], small: Path) -> dict[str, dict[st
             bench.ws, key, "r200", Contract(made.mode, made.started_at, made.terms + tuple(gone))
         )
     items = [receipt(t.id, t.text, command_hash(t.verify), later) for t in gone]
-    state.write_json(contract.receipts_path(bench.ws, "r200"), {"receipts": items}, compact=True)
+    write_receipts(bench, "r200", items)
     sizes = [contract.path_of(bench.ws, key, "r200"), contract.receipts_path(bench.ws, "r200")]
     assert sizes[0].stat().st_size < state.RECORD_LIMIT
     assert sizes[1].stat().st_size < contract.RECEIPTS_LIMIT
