@@ -1,7 +1,8 @@
-"""An agent that claims its roadmap again to reset its budget, through the real Claude Code under
-`agentcfg run`: a stalled agent re-claiming every other turn halts within ten engagements; in a
-fleet, each member's agent claiming the roadmap first (as our skill teaches) still works only
-its own leased step, and every step is integrated by the member that leased it."""
+"""An agent that claims its roadmap again to reset its budget, or ticks what it did not do,
+through the real Claude Code under `agentcfg run`: a stalled agent re-claiming every other turn
+halts within ten engagements; in a fleet, each member's agent claiming the roadmap first (as our
+skill teaches) still works only its own leased step, every step integrated by the member that
+leased it; members that tick every box in their worktrees still leave every step really done."""
 
 from __future__ import annotations
 
@@ -68,3 +69,26 @@ def test_fleet_members_that_claim_again_each_work_their_own_step(tmp_path: Path)
     integrated = {e["step"]: e["member"] for e in events if e["event"] == "integrated"}
     assert integrated == leased and len(integrated) == STEPS, output  # by its leaser, each
     assert f"fleet on `{SLUG}`: complete; {STEPS} steps integrated, 0 reopened" in output
+
+
+class TickingMember(FleetScript):
+    """A member's agent that closes its leased step by its proof, then ticks every other box of
+    the roadmap in its worktree by hand."""
+
+    def reply(self, text: str, after_tool: bool) -> tuple[str, str]:
+        kind, value = super().reply(text, after_tool)
+        if kind == "tool" and " roadmap done " in value:
+            return "tool", f"{value} && sed -i 's/- \\[ \\]/- [x]/' roadmaps/{SLUG}.md"
+        return kind, value
+
+
+def test_fleet_members_that_tick_every_box_still_do_every_step(tmp_path: Path) -> None:
+    root, env = fleet_project(tmp_path)
+    with model("claude", TickingMember()) as url:
+        proc = start(root, env, url, "5m")
+        output, _ = proc.communicate(timeout=TIMEOUT * 3)
+    assert proc.returncode == 0, output
+    events = assert_fleet_done(root, output)  # every step's file made: each really done
+    integrated = [e for e in events if e["event"] == "integrated"]
+    assert sorted(e["step"] for e in integrated) == [f"1.{n}" for n in range(1, STEPS + 1)]
+    assert any(e.get("unticked") for e in integrated), output  # the forged ticks reopened
