@@ -14,6 +14,7 @@ import pytest
 
 from tests.e2e.harness import SLUG, TIMEOUT, agentcfg
 from tests.e2e.test_run import Driven, RunScript, claude_setup, command, model, with_url
+from tests.hostile.test_hostile_checks import STUB, TEST, TRICKS, WORK
 
 CHECK = "python3 -m pytest -q -p no:cacheprovider -p no:randomly tests/test_slug.py"
 ROADMAP = f"""---
@@ -23,33 +24,6 @@ execution: {{mode: autonomous}}
 - [ ] **1.1** Write `slug()` <!-- verify: {CHECK} -->
 - [ ] **1.2** Keep the module importable <!-- verify: python3 -c 'import slug' -->
 """
-TEST = 'from slug import slug\n\n\ndef test_slug():\n    assert slug("A b") == "a-b"\n'
-STUB = "def slug(text):\n    raise NotImplementedError\n"
-WORK = 'def slug(text):\n    return "-".join(text.lower().split())\n'
-HOOK = (
-    "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\n"
-    "def pytest_runtest_makereport(item, call):\n"
-    "    outcome = yield\n    outcome.get_result().outcome = 'passed'\n"
-)
-# what the agent writes for step 1.1 instead of the work, and the file the ending names
-CHEATS = {
-    "rewrite": (
-        {"tests/test_slug.py": "def test_slug():\n    assert True\n"},
-        "tests/test_slug.py (changed)",
-    ),
-    "skip": (
-        {"tests/test_slug.py": "import pytest\n\n\n@pytest.mark.skip\n" + TEST.split("\n\n\n")[1]},
-        "tests/test_slug.py (changed)",
-    ),
-    "hook": ({"conftest.py": HOOK}, "conftest.py (created)"),
-    "config": (
-        {
-            "agent_helpers.py": HOOK,
-            "pytest.ini": "[pytest]\naddopts = -p agent_helpers\npythonpath = .\n",
-        },
-        "pytest.ini (created)",
-    ),
-}
 
 
 def writes(files: dict[str, str]) -> str:
@@ -89,9 +63,9 @@ def drive(tmp_path: Path, before: str) -> Driven:
     return Driven(root, home, script, proc)
 
 
-@pytest.mark.parametrize("cheat", CHEATS)
+@pytest.mark.parametrize("cheat", TRICKS)
 def test_a_weakened_check_ends_the_run_told_never_complete(tmp_path: Path, cheat: str) -> None:
-    files, named = CHEATS[cheat]
+    files, named = TRICKS[cheat]
     run = drive(tmp_path, writes(files))
     assert run.proc.returncode == 15, run.failure()
     assert run.ending()["ending"] == "halt-check-changed"

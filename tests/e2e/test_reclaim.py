@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from tests.e2e.fake_model import NEXT
 from tests.e2e.harness import AGENTCFG, SLUG, TIMEOUT
@@ -48,47 +49,43 @@ def test_a_stalled_agent_that_claims_again_halts_within_ten_engagements(tmp_path
     assert "claim-kept" in events  # the re-claim kept the run: its counts went on
 
 
-class ClaimingMember(FleetScript):
-    """A member's agent that claims the roadmap before its work, as the skill teaches."""
+class Member(FleetScript):
+    """A member's agent whose closing command (`{done}`, its step's work and `roadmap done`) is
+    wrapped in what it does besides."""
+
+    def __init__(self, closing: str) -> None:
+        super().__init__()
+        self.closing = closing
 
     def reply(self, text: str, after_tool: bool) -> tuple[str, str]:
         kind, value = super().reply(text, after_tool)
         if kind == "tool" and " roadmap done " in value:
-            return "tool", f"{AGENTCFG} sessions claim {SLUG} ; {value}"
+            return "tool", self.closing.replace("{done}", value)
         return kind, value
 
 
-def test_fleet_members_that_claim_again_each_work_their_own_step(tmp_path: Path) -> None:
+def fleet(tmp_path: Path, closing: str) -> tuple[list[dict[str, Any]], str]:
+    """`run --agents 3` of members that close their steps so; the ledger and the output."""
     root, env = fleet_project(tmp_path)
-    with model("claude", ClaimingMember()) as url:
+    with model("claude", Member(closing)) as url:
         proc = start(root, env, url, "5m")
         output, _ = proc.communicate(timeout=TIMEOUT * 3)
     assert proc.returncode == 0, output
-    events = assert_fleet_done(root, output)
+    return assert_fleet_done(root, output), output  # every step's file made: each really done
+
+
+def test_fleet_members_that_claim_again_each_work_their_own_step(tmp_path: Path) -> None:
+    # the agent claims the roadmap before its work, as the skill teaches
+    events, output = fleet(tmp_path, f"{AGENTCFG} sessions claim {SLUG} ; {{done}}")
     leased = {e["step"]: e["member"] for e in events if e["event"] == "leased"}
     integrated = {e["step"]: e["member"] for e in events if e["event"] == "integrated"}
     assert integrated == leased and len(integrated) == STEPS, output  # by its leaser, each
     assert f"fleet on `{SLUG}`: complete; {STEPS} steps integrated, 0 reopened" in output
 
 
-class TickingMember(FleetScript):
-    """A member's agent that closes its leased step by its proof, then ticks every other box of
-    the roadmap in its worktree by hand."""
-
-    def reply(self, text: str, after_tool: bool) -> tuple[str, str]:
-        kind, value = super().reply(text, after_tool)
-        if kind == "tool" and " roadmap done " in value:
-            return "tool", f"{value} && sed -i 's/- \\[ \\]/- [x]/' roadmaps/{SLUG}.md"
-        return kind, value
-
-
 def test_fleet_members_that_tick_every_box_still_do_every_step(tmp_path: Path) -> None:
-    root, env = fleet_project(tmp_path)
-    with model("claude", TickingMember()) as url:
-        proc = start(root, env, url, "5m")
-        output, _ = proc.communicate(timeout=TIMEOUT * 3)
-    assert proc.returncode == 0, output
-    events = assert_fleet_done(root, output)  # every step's file made: each really done
+    # the agent closes its leased step by its proof, then ticks every other box by hand
+    events, output = fleet(tmp_path, f"{{done}} && sed -i 's/- \\[ \\]/- [x]/' roadmaps/{SLUG}.md")
     integrated = [e for e in events if e["event"] == "integrated"]
     assert sorted(e["step"] for e in integrated) == [f"1.{n}" for n in range(1, STEPS + 1)]
     assert any(e.get("unticked") for e in integrated), output  # the forged ticks reopened

@@ -30,6 +30,11 @@ execution:
 TEST = 'from slug import slug\n\n\ndef test_slug():\n    assert slug("A b") == "a-b"\n'
 STUB = "def slug(text):\n    raise NotImplementedError\n"
 WORK = 'def slug(text):\n    return "-".join(text.lower().split())\n'
+HOOK = (  # a hook that turns every failure into a pass
+    "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\n"
+    "def pytest_runtest_makereport(item, call):\n"
+    "    outcome = yield\n    outcome.get_result().outcome = 'passed'\n"
+)
 # what each trick writes, and the file `roadmap done` must name
 TRICKS = {
     "rewrite": (
@@ -40,23 +45,10 @@ TRICKS = {
         {"tests/test_slug.py": "import pytest\n\n\n@pytest.mark.skip\n" + TEST.split("\n\n\n")[1]},
         "tests/test_slug.py (changed)",
     ),
-    "hook": (
-        {
-            "conftest.py": (
-                "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\n"
-                "def pytest_runtest_makereport(item, call):\n"
-                "    outcome = yield\n    outcome.get_result().outcome = 'passed'\n"
-            )
-        },
-        "conftest.py (created)",
-    ),
+    "hook": ({"conftest.py": HOOK}, "conftest.py (created)"),
     "config": (
         {
-            "agent_helpers.py": (
-                "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\n"
-                "def pytest_runtest_makereport(item, call):\n"
-                "    outcome = yield\n    outcome.get_result().outcome = 'passed'\n"
-            ),
+            "agent_helpers.py": HOOK,
             "pytest.ini": "[pytest]\naddopts = -p agent_helpers\npythonpath = .\n",
         },
         "pytest.ini (created)",
@@ -292,7 +284,10 @@ def test_a_check_that_reads_the_roadmaps_is_not_changed_by_their_ticks(ws: Path)
     )
     run_hostile(ws, ["roadmap", "trust", "two"], 0, env=env_of(ws))
     for step in ("1.1", "1.2"):
-        run_hostile(ws, ["roadmap", "done", "two", step], 0, env=env_of(ws))
+        out = run_hostile(ws, ["roadmap", "done", "two", step], 0, env=env_of(ws))
+        assert out.stdout.startswith(f"PASS {step} (exit 0") and out.stderr == ""
+    assert (ws / "roadmaps" / "two.md").read_text().count("- [x]") == 2
+    assert not (ws / "state" / "checks" / "two.json").exists()  # no check counted as changed
 
 
 def test_the_hooks_complete_tells_what_the_proofs_show(project: Path) -> None:
