@@ -13,7 +13,6 @@ named: the audit then fails.
 from __future__ import annotations
 
 import dataclasses
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -179,29 +178,14 @@ def _in_history(ws: Workspace, rows: list[Row]) -> list[Row]:
 
 def _committed(ws: Workspace, path: str) -> bool:
     """Whether git tracks the file and it is as HEAD holds it."""
-    try:
-        tracked = subprocess.run(
-            ["git", "ls-files", "--error-unmatch", "--", path], cwd=ws.root,
-            capture_output=True, timeout=verify.GIT_TIMEOUT, stdin=subprocess.DEVNULL, check=False,
-        )  # fmt: skip
-        same = subprocess.run(
-            ["git", "diff", "--quiet", "HEAD", "--", path], cwd=ws.root,
-            capture_output=True, timeout=verify.GIT_TIMEOUT, stdin=subprocess.DEVNULL, check=False,
-        )  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return tracked.returncode == 0 and same.returncode == 0
+    tracked = verify.git(ws.root, "ls-files", "--error-unmatch", "--", path)
+    same = verify.git(ws.root, "diff", "--quiet", "HEAD", "--", path)
+    return tracked is not None and same is not None and tracked.returncode == same.returncode == 0
 
 
 def _ancestor(ws: Workspace, head: str) -> bool:
-    try:
-        found = subprocess.run(
-            ["git", "merge-base", "--is-ancestor", head, "HEAD"], cwd=ws.root,
-            capture_output=True, timeout=verify.GIT_TIMEOUT, stdin=subprocess.DEVNULL, check=False,
-        )  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        return True  # git cannot tell: the receipt is not held against the history
-    return found.returncode == 0
+    found = verify.git(ws.root, "merge-base", "--is-ancestor", head, "HEAD")
+    return found is None or found.returncode == 0  # git cannot tell: not held against it
 
 
 def to_json(found: Audit) -> dict[str, Any]:

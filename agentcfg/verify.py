@@ -322,10 +322,9 @@ def prove(
     """Run one step's verify line after its check is found as trusted; record the `verified`
     event and, when it passes, the proof and the step's receipt."""
     from agentcfg import proofs
-    from agentcfg.config import load_config
 
     refuse_changed(ws, slug, roadmap, step, env)
-    result = run(step, ws.root, load_config(ws, env).verify_timeout, echo)
+    result = run(step, ws.root, _timeout(ws, env), echo)
     if result.passed:
         result = dataclasses.replace(result, evidence=evidence.grade(ws, slug, step, env))
     counts = result.passed and _enough(ws, slug, env, result.evidence)
@@ -372,24 +371,25 @@ def receipt(
 GIT_TIMEOUT = 10.0
 
 
+def git(root: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
+    """`git ARGS` in `root`, bounded by GIT_TIMEOUT; None when it could not run at all."""
+    try:
+        return subprocess.run(
+            ["git", *args], cwd=root, capture_output=True, text=True,
+            timeout=GIT_TIMEOUT, stdin=subprocess.DEVNULL, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
 def git_facts(root: Path) -> dict[str, object]:
     """The commit the workspace is at and whether its tree differs from it (untracked files
     count); both None outside a git repository, `head` None before the first commit."""
-
-    def git(*args: str) -> subprocess.CompletedProcess[str] | None:
-        try:
-            return subprocess.run(
-                ["git", *args], cwd=root, capture_output=True, text=True,
-                timeout=GIT_TIMEOUT, stdin=subprocess.DEVNULL, check=False,
-            )  # fmt: skip
-        except (OSError, subprocess.SubprocessError):
-            return None
-
-    inside = git("rev-parse", "--is-inside-work-tree")
+    inside = git(root, "rev-parse", "--is-inside-work-tree")
     if inside is None or inside.returncode != 0 or inside.stdout.strip() != "true":
         return {"head": None, "dirty": None}
-    head = git("rev-parse", "--verify", "--quiet", "HEAD")
-    status = git("status", "--porcelain")
+    head = git(root, "rev-parse", "--verify", "--quiet", "HEAD")
+    status = git(root, "status", "--porcelain")
     return {
         "head": head.stdout.strip() or None if head and head.returncode == 0 else None,
         "dirty": None if status is None or status.returncode != 0 else bool(status.stdout.strip()),
