@@ -24,6 +24,7 @@ from agentcfg.core.ladder import MAX_ITERATIONS
 from agentcfg.core.roadmap import Roadmap, scan
 from agentcfg.core.texts import continuation, plural
 from agentcfg.core.times import iso
+from agentcfg.core.visible import visible
 from agentcfg.errors import AgentcfgError, ClaimError
 from agentcfg.hosts import registry
 from agentcfg.hosts.base import settings_hook
@@ -352,8 +353,10 @@ class _Driver:
             closed = 0
         summary = self.reproof.summary() if self.reproof is not None else None
         self.say(plan.ending_text(ending, action.exit_code, slug, closed, row, progress, summary))
-        for change in _changes(self.ws, self.current, ending):
-            self.say(f"  changed: {change}")
+        for line in _told(self.ws, self.current, ending):
+            self.say(f"  {line}")
+        if ending in NEXT:
+            self.say(f"  next: {NEXT[ending].format(slug=slug)}")
         if ending == "complete":
             self.say(f"  evidence: {_evidence(self.ws, slug, self.env)}")
         return Result(
@@ -682,17 +685,31 @@ def _record(
     state.append_ledger(ws.state, state.event(name, clock.now(), current.key, slug, **fields))
 
 
-def _changes(ws: Workspace, current: _Session, ending: str) -> list[str]:
-    """What the hook found changed, for an ending that halted on a changed contract or check."""
-    if ending not in ("halt-contract-changed", "halt-check-changed") or current.key is None:
+# what the person runs next, after a halt the run's proofs or its records caused
+NEXT = {
+    "halt-contract-changed": "undo the change, or accept it: agentcfg roadmap trust {slug}",
+    "halt-check-changed": "undo the change, or review the checks: agentcfg roadmap trust {slug}",
+    "halt-state-tampered": "see which record failed its seal: agentcfg roadmap audit {slug}",
+    "halt-unproven": "see what the re-proof failed: agentcfg roadmap audit {slug}",
+}
+
+
+def _told(ws: Workspace, current: _Session, ending: str) -> list[str]:
+    """Why the hook halted the run, as its ledger event says: what changed in the contract or
+    a check, or the record whose seal failed; each shown, never obeyed, on the terminal."""
+    if ending not in ("halt-contract-changed", "halt-check-changed", "halt-state-tampered"):
+        return []
+    if current.key is None:
         return []
     told: list[str] = []
     for line in state.ledger_lines(ws.state):
         event = _load(line)
-        changes = event.get("changes")
-        if event.get("run") == current.key and event.get("event") == ending:
-            told = [str(c) for c in changes] if isinstance(changes, list) else []
-    return told
+        if event.get("run") != current.key or event.get("event") != ending:
+            continue
+        changes, record = event.get("changes"), event.get("record")
+        told = [f"changed: {c}" for c in changes] if isinstance(changes, list) else []
+        told += [f"failed its seal: {record}"] if isinstance(record, str) else []
+    return [visible(line) for line in told]
 
 
 def _evidence(ws: Workspace, slug: str, env: Mapping[str, str]) -> str:

@@ -70,6 +70,9 @@ def test_a_weakened_check_ends_the_run_told_never_complete(tmp_path: Path, cheat
     assert run.proc.returncode == 15, run.failure()
     assert run.ending()["ending"] == "halt-check-changed"
     assert f"changed: step 1.1: {named}" in run.proc.stderr, run.failure()
+    assert f"next: undo the change, or review the checks: agentcfg roadmap trust {SLUG}" in (
+        run.proc.stderr
+    )
     assert "- [ ] **1.1**" in (run.root / "roadmaps" / f"{SLUG}.md").read_text()
     assert "check-changed" in run.events()
 

@@ -114,6 +114,11 @@ def test_a_forgery_of_agentcfgs_own_files_never_ends_complete(tmp_path: Path, fo
         assert forgery not in ("receipts", "contract", "ended"), run.failure()
     else:
         assert run.proc.returncode != 0, run.failure()
+    if ending["ending"] == "halt-state-tampered":  # told which record, and what to run next
+        assert "  failed its seal: " in run.proc.stderr, run.failure()
+        assert f"  next: see which record failed its seal: agentcfg roadmap audit {SLUG}" in (
+            run.proc.stderr
+        )
     if forgery == "trust":
         code, said = (run.root / "trust-attempt.txt").read_text().split("\n", 1)
         assert code == "1" and "run it from your own terminal" in said, said
