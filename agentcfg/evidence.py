@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agentcfg import state, trust
+from agentcfg import seal, state, trust
 from agentcfg.core import evidence
 from agentcfg.core.contract import command_hash
 from agentcfg.core.roadmap import Step
@@ -26,12 +26,25 @@ def baseline_path(ws: Workspace, slug: str) -> Path:
 
 
 def read_baseline(ws: Workspace, slug: str) -> dict[str, dict[str, Any]]:
-    """Step id -> {command (sha256 of its verify line), exit_code, at, head} at the baseline."""
-    data = state.read_json(baseline_path(ws, slug), limit=4 * state.STATE_FILE_LIMIT)
-    steps = data.get("steps") if data is not None else None
-    if not isinstance(steps, dict):
+    """Step id -> {command (sha256 of its verify line), exit_code, at, head} at the baseline.
+
+    The baseline is sealed: one whose seal fails (an agent made its checks look red before the
+    work) counts as none, and the evidence is `unknown`."""
+    data = state.read_json(baseline_path(ws, slug), limit=4 * state.STATE_FILE_LIMIT) or {}
+    steps = data.get("steps")
+    if not isinstance(steps, dict) or not seal.check(BASELINES, slug, steps, data.get(seal.FIELD)):
         return {}
     return {k: v for k, v in steps.items() if isinstance(v, dict) and isinstance(k, str)}
+
+
+def write_baseline(ws: Workspace, slug: str, steps: Mapping[str, dict[str, Any]]) -> None:
+    """The baseline's entries, sealed with the person's key."""
+    body = dict(steps)
+    path = baseline_path(ws, slug)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    state.write_json(
+        path, {"steps": body, seal.FIELD: seal.sign(BASELINES, slug, body)}, compact=True
+    )
 
 
 def missing(ws: Workspace, slug: str, steps: list[Step]) -> list[Step]:
@@ -62,7 +75,7 @@ def record(
                 "command": command_hash(command), "exit_code": code, "at": iso_ms(now),
                 **facts,
             }  # fmt: skip
-        state.write_json(path, {"steps": steps}, compact=True)
+        write_baseline(ws, slug, steps)
 
 
 def grade(ws: Workspace, slug: str, step: Step, env: Mapping[str, str]) -> str:

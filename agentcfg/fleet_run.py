@@ -140,9 +140,7 @@ def _carry_trust(main: Workspace, member: Workspace, slug: str, env: Mapping[str
         trust.record(member, slug, steps, env, time.time(), guards=kept)
     taken = evidence.read_baseline(main, slug)  # the baseline the members' evidence is graded by
     if taken:
-        path = evidence.baseline_path(member, slug)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        state.write_json(path, {"steps": taken}, compact=True)
+        evidence.write_baseline(member, slug, taken)
 
 
 def sync(plan_: Fleet, member: Workspace, n: int) -> None:

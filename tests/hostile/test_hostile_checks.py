@@ -316,3 +316,16 @@ def test_report_and_watch_say_what_the_proofs_of_a_complete_run_show(project: Pa
     env = {**env_of(project), "COLUMNS": "200"}
     watched = run_hostile(project, ["watch", "--once"], 0, env=env).stdout
     assert f"complete: {words}" in " ".join(watched.split())
+
+
+def test_a_baseline_the_agent_rewrote_grades_nothing(project: Path) -> None:
+    """An agent that makes its step's check look red before the work (the baseline rewritten
+    with a failing exit code) gets no red-green: a baseline whose seal fails is no baseline."""
+    (project / "slug.py").write_text(WORK)  # the check passes before any work: vacuous
+    baseline(project)
+    path = project / "state" / "baselines" / "slugs.json"
+    data = json.loads(path.read_text())
+    data["steps"]["1.1"]["exit_code"] = 1
+    path.write_text(json.dumps(data))
+    done(project, 0)
+    assert evidence_of(project)["1.1"] == "unknown"
