@@ -32,19 +32,18 @@ def read_baseline(ws: Workspace, slug: str) -> dict[str, dict[str, Any]]:
     work) counts as none, and the evidence is `unknown`."""
     data = state.read_json(baseline_path(ws, slug), limit=4 * state.STATE_FILE_LIMIT) or {}
     steps = data.get("steps")
-    if not isinstance(steps, dict) or not seal.check(BASELINES, slug, steps, data.get(seal.FIELD)):
+    sealed = seal.check(BASELINES, slug, {"steps": steps}, data.get(seal.FIELD))
+    if not isinstance(steps, dict) or not sealed:
         return {}
     return {k: v for k, v in steps.items() if isinstance(v, dict) and isinstance(k, str)}
 
 
 def write_baseline(ws: Workspace, slug: str, steps: Mapping[str, dict[str, Any]]) -> None:
     """The baseline's entries, sealed with the person's key."""
-    body = dict(steps)
+    body = {"steps": dict(steps)}
     path = baseline_path(ws, slug)
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    state.write_json(
-        path, {"steps": body, seal.FIELD: seal.sign(BASELINES, slug, body)}, compact=True
-    )
+    state.write_json(path, {**body, seal.FIELD: seal.sign(BASELINES, slug, body)}, compact=True)
 
 
 def missing(ws: Workspace, slug: str, steps: list[Step]) -> list[Step]:
