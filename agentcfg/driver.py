@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from agentcfg import claims, controls, finals, loading, state
+from agentcfg import claims, controls, finals, loading, state, trust
 from agentcfg.core import report as reports
 from agentcfg.core import unattended as plan
 from agentcfg.core.evidence import summary
@@ -27,9 +27,10 @@ from agentcfg.core.times import iso
 from agentcfg.core.visible import visible
 from agentcfg.errors import AgentcfgError, ClaimError
 from agentcfg.hosts import registry
-from agentcfg.hosts.base import settings_hook
+from agentcfg.hosts.base import Refused, settings_hook
+from agentcfg.hosts.stream import reply
 from agentcfg.membership import read_membership
-from agentcfg.paths import LEDGER_NAME
+from agentcfg.paths import DRIVERS, LEDGER_NAME, RUN_HOST_ENV
 from agentcfg.reprove import Reproof, guarded, reprove
 from agentcfg.runners import Plain, Runner, Watchdog, end_group, kill_group
 from agentcfg.workspace import Workspace
@@ -81,6 +82,7 @@ class Result:
     closed: int  # steps closed while the driver ran
     row: dict[str, Any] | None  # the run as `report --json` gives it
     reproof: Reproof | None = None  # the last re-proof the driver ran, if any
+    told: Told | None = None  # what the host refused or failed, and what the person runs next
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -101,7 +103,44 @@ class Result:
                 "seconds": round(self.reproof.seconds, 3),
             },
             "run": self.row,
+            **(self.told or Told()).to_json(),
         }
+
+
+@dataclass(frozen=True)
+class Told:
+    """What an ending tells beyond its numbers: the tool calls the host refused for lack of
+    permission (and how to allow them), its last failed ones, settings the host said it
+    ignored, and the command the person runs next."""
+
+    denied: tuple[str, ...] = ()
+    allow: str = ""
+    failed: tuple[str, ...] = ()
+    ignored: tuple[str, ...] = ()
+    next: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "permissions": None
+            if not self.denied
+            else {"refused": len(self.denied), "example": self.denied[-1], "allow": self.allow},
+            "last_failed": list(self.failed),
+            "ignored_settings": list(self.ignored),
+            "next": self.next,
+        }
+
+    def lines(self, title: str) -> list[str]:
+        """The ending's lines after its numbers, each shown escaped."""
+        found = []
+        if self.denied:
+            found.append(
+                f"permissions: {title} refused {plural(len(self.denied), 'tool call')} of the "
+                f"agent for lack of permission (e.g. `{self.denied[-1]}`); to allow them, "
+                f"{self.allow}"
+            )
+        found += [f"{title} said: {line}" for line in self.ignored]
+        found += [f"last failed: `{command}`" for command in self.failed]
+        return [visible(line) for line in found]
 
 
 @dataclass(frozen=True)
@@ -110,6 +149,7 @@ class Prepared:
     binary: str
     slug: str
     roadmap: Roadmap
+    warnings: tuple[str, ...] = ()  # what will keep the agent's commands from running
 
 
 def prepare(ws: Workspace, request: Request, env: Mapping[str, str], home: Path) -> Prepared:
@@ -151,7 +191,27 @@ def prepare(ws: Workspace, request: Request, env: Mapping[str, str], home: Path)
             f"the stop hook is not installed for {host.TITLE}: run "
             f"`agentcfg hooks install --host {host.NAME}` first"
         )
-    return Prepared(host, binary, slug, roadmap)
+    refuse_untrusted(ws, slug, roadmap, env)
+    warnings = host.asks(ws.root, home, env, request.extra)
+    return Prepared(host, binary, slug, roadmap, tuple(warnings))
+
+
+def refuse_untrusted(ws: Workspace, slug: str, roadmap: Roadmap, env: Mapping[str, str]) -> None:
+    """AgentcfgError when an open step's verify line is one no person trusted as it reads: the
+    agent could never close that step, and the run would only stall."""
+    known = trust.trusted_lines(ws, slug, env)
+    untrusted = [
+        s.id
+        for s in roadmap.steps
+        if s.is_open and s.verify and known.get(s.id) != trust.digest(s.verify)
+    ]
+    if untrusted:
+        shown = ", ".join(untrusted[:5]) + (", ..." if len(untrusted) > 5 else "")
+        raise AgentcfgError(
+            f"roadmap `{slug}` has {plural(len(untrusted), 'verify line')} nobody trusted "
+            f"(step {shown}): no agent can close those steps; review and trust them first: "
+            f"agentcfg roadmap trust {slug}"
+        )
 
 
 def _drivable(host: Host) -> bool:
@@ -222,6 +282,10 @@ class _Driver:
         self.progress = plan.Progress()
         self.current = _Session()
         self.reproof: Reproof | None = None  # the last re-proof this process ran
+        self.denied: list[str] = []  # every tool call the host refused in the run
+        self.failed: tuple[str, ...] = ()  # the last failed ones
+        self.ignored: dict[str, None] = {}  # the host's words on settings it ignored
+        self.env = {**env, RUN_HOST_ENV: request.host}  # the hook tells endings as this run's
 
         made = self.host.runner(ready.binary, ws.root, env)
         self.runner: Runner = Plain(self.host, ready.binary) if made is None else made
@@ -238,7 +302,8 @@ class _Driver:
 
     def _drive(self) -> Result:
         host, slug, policy, clock = self.host, self.slug, self.request.policy, self.clock
-        self.current = _claim(self.ws, self.runner, slug, self.request.force, clock.now())
+        force = self.request.force or _take_back(self.ws, slug, clock.now(), self.say)
+        self.current = _claim(self.ws, self.runner, slug, force, clock.now())
         action = plan.first(clock.now(), policy)
         ended: plan.Ended | None = None
         ran: _Ran | None = None
@@ -256,6 +321,7 @@ class _Driver:
             if ran is not None and (not action.resume or not self.current.session):
                 # a new session (or a pending claim never bound): a claim of its own
                 self.current = _claim(self.ws, self.runner, slug, True, clock.now())
+            _held(self.ws, self.current)
             self.progress = plan.advance(self.progress, action, ended)
             argv = _argv(self.ws, self.runner, self.request, slug, self.current, action, ran)
             counts = scan(loading.load(self.ws, slug)).counts
@@ -277,6 +343,7 @@ class _Driver:
                 self.request.fresh_per_step, self.runner, policy.until,
             )  # fmt: skip
             _adopted(self.ws, self.current, ran.events)
+            self._keep(self.host.refusals(ran.stdout, ran.stderr))
             ending = _ending(self.ws, slug, self.current, ran.events)
             if ending == "complete" or (ending is None and self._nothing_open()):
                 # `complete` is this process's own finding, never a word in a state file
@@ -314,6 +381,11 @@ class _Driver:
             action = plan.decide(self.progress, ended, clock.now(), policy)
             if action.kind == "finish":
                 return self.finish(action, decided_here=ending is None)
+
+    def _keep(self, refused: Refused) -> None:
+        self.denied += refused.denied
+        self.failed = (*self.failed, *refused.failed)[-3:]
+        self.ignored.update(dict.fromkeys(refused.ignored))
 
     def _nothing_open(self) -> bool:
         """No step the run answers for is open in the roadmap as it is now (a member's: its
@@ -355,13 +427,34 @@ class _Driver:
         self.say(plan.ending_text(ending, action.exit_code, slug, closed, row, progress, summary))
         for line in _told(self.ws, self.current, ending):
             self.say(f"  {line}")
-        if ending in NEXT:
-            self.say(f"  next: {NEXT[ending].format(slug=slug)}")
+        told = self._told(ending)
+        for line in told.lines(self.host.TITLE):
+            self.say(f"  {line}")
+        if told.next:
+            self.say(f"  next: {visible(told.next)}")
         if ending == "complete":
             self.say(f"  evidence: {_evidence(self.ws, slug, self.env)}")
         return Result(
             ending, action.exit_code, slug, self.host.NAME, self.current.session, progress,
-            closed, row, self.reproof,
+            closed, row, self.reproof, told,
+        )  # fmt: skip
+
+    def _told(self, ending: str) -> Told:
+        """What the ending tells: refusals and failures seen, and the person's next command."""
+        stalled = ending in ("halt-stall", "halt-restarts")
+        again = f"agentcfg run {self.slug} --host {self.request.host}"
+        if self.denied:
+            after = f"{again} -- --allowedTools Bash" if self.host.NAME == "claude" else again
+            nxt: str | None = f"allow the agent's commands, then: {after}"
+        elif ending in NEXT:
+            nxt = NEXT[ending].format(slug=self.slug)
+        elif ending in AGAIN:
+            nxt = AGAIN[ending].format(slug=self.slug, again=again)
+        else:
+            nxt = None
+        return Told(
+            tuple(self.denied), self.host.ALLOW, self.failed if stalled else (),
+            tuple(self.ignored), nxt,
         )  # fmt: skip
 
 
@@ -374,6 +467,81 @@ def _claim(ws: Workspace, runner: Runner, slug: str, force: bool, now: float) ->
         return _Session(session, named=True)
     pending = controls.claim_pending(ws, slug, now=now, force=force)
     return _Session(None, pending.token)
+
+
+def _started(pid: int) -> str | None:
+    """When process `pid` started, in the kernel's clock ticks since boot (None: no such
+    process, or no /proc to ask): a pid the system gave to a new process starts later."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    fields = stat.rpartition(b")")[2].split()
+    return fields[19].decode() if len(fields) > 19 else None
+
+
+def _alive(pid: int, started: str | None) -> bool:
+    """The process is still there: the same pid, started at the same moment."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # another user's process holds the pid: not ours, but not proof either way
+    now = _started(pid)
+    return now is None or started is None or now == started
+
+
+def _held(ws: Workspace, current: _Session) -> None:
+    """Record this process as the driver of the session's claim (by its key, once bound)."""
+    name = current.key or current.pending
+    if name is None:
+        return
+    pid = os.getpid()
+    state.write_json(ws.state / DRIVERS / f"{name}.json", {"pid": pid, "started": _started(pid)})
+
+
+def _driver_gone(ws: Workspace, names: list[str]) -> int | None:
+    """The pid of the gone `agentcfg run` that held a claim under one of `names` (its key or
+    its pending name); None when no driver held it, or its driver still runs."""
+    for name in names:
+        data = state.read_json(ws.state / DRIVERS / f"{name}.json")
+        pid = data.get("pid") if data is not None else None
+        if type(pid) is int and pid > 0:
+            started = data.get("started") if data is not None else None
+            return None if _alive(pid, started if isinstance(started, str) else None) else pid
+    return None
+
+
+def _take_back(ws: Workspace, slug: str, now: float, say: Callable[[str], None]) -> bool:
+    """Whether every live claim on `slug` is held for a driver that is gone (an `agentcfg run`
+    that halted, was stopped or was killed): then the person's own run takes it back without
+    --force. A claim a live driver, or an agent's own session, holds still needs --force."""
+    held = [
+        c
+        for c in claims.all_claims(ws)
+        if c.slug == slug and now - c.claimed_at < claims.PEER_WINDOW
+    ]
+    gone = [(c, _driver_gone(ws, [c.key, *_pending_names(ws, c.key)])) for c in held]
+    if not held or any(pid is None for _c, pid in gone):
+        return False
+    for found, pid in gone:
+        say(
+            f"agentcfg run: taking back roadmap `{slug}` from session {visible(found.session_id)}: "
+            f"the `agentcfg run` that held it (pid {pid}) is gone"
+        )
+    return True
+
+
+def _pending_names(ws: Workspace, key: str) -> list[str]:
+    """The pending names a claim was bound from (a host that names its own sessions)."""
+    found = []
+    for line in state.ledger_lines(ws.state):
+        if b'"claimed"' in line and key.encode() in line:
+            event = _load(line)
+            if event.get("run") == key and isinstance(event.get("pending"), str):
+                found.append(event["pending"])
+    return found
 
 
 def _prompt(ws: Workspace, slug: str, current: _Session) -> str:
@@ -419,7 +587,7 @@ def _argv(
             action.reason,
             _status(loading.load(ws, slug)),
             _receipts(ws, slug),
-            ran.stdout if ran else "",
+            reply(ran.stdout) if ran else "",
             prompt,
         )
     args = runner.argv(prompt, current.session if current.named else None, False, request.extra)
@@ -691,6 +859,20 @@ NEXT = {
     "halt-check-changed": "undo the change, or review the checks: agentcfg roadmap trust {slug}",
     "halt-state-tampered": "see which record failed its seal: agentcfg roadmap audit {slug}",
     "halt-unproven": "see what the re-proof failed: agentcfg roadmap audit {slug}",
+}
+# what the person runs to carry on after an ending with work left: the run takes its claim back
+AGAIN = {
+    "halt-stall": "see what stalls it (agentcfg roadmap next {slug}), then: {again}",
+    "halt-restarts": "see why the host kept ending (agentcfg report), then: {again}",
+    "halt-max-iterations": "{again} (a larger cap: ladder.max_iterations in agentcfg.yaml)",
+    "halt-token-budget": "{again} (a larger budget: ladder.max_tokens in agentcfg.yaml)",
+    "halt-wall-clock": "{again} (a longer one: ladder.wall_clock in agentcfg.yaml)",
+    "halt-until": "{again}",
+    "halt-state-unreadable": "{again}",
+    "halt-roadmap-absent": "restore roadmaps/{slug}.md, then: {again}",
+    "stopped": "agentcfg resume {slug}, then: {again}",
+    "interrupted": "{again}",
+    "paused": "{again}",
 }
 
 

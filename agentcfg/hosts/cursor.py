@@ -147,6 +147,9 @@ NAMES_SESSION = False
 runner = defaults.runner
 headless = defaults.headless
 limit_reset = defaults.limit_reset
+ALLOW = defaults.ALLOW
+asks = defaults.asks
+refusals = defaults.refusals
 
 
 store_reach = defaults.store_reach  # no sandbox of its own that agentcfg reads
