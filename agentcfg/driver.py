@@ -186,14 +186,29 @@ def prepare(ws: Workspace, request: Request, env: Mapping[str, str], home: Path)
             f"roadmap `{slug}` was stopped by {stopped.by} at {iso(stopped.stopped_at)}: "
             f"`agentcfg resume {slug}` first"
         )
-    if settings_hook(host, ws.root, home, env) is None and host.plugin(ws.root, home, env) is None:
+    hooked = settings_hook(host, ws.root, home, env)
+    if hooked is None and host.plugin(ws.root, home, env) is None:
         raise AgentcfgError(
             f"the stop hook is not installed for {host.TITLE}: run "
             f"`agentcfg hooks install --host {host.NAME}` first"
         )
+    if hooked is not None:
+        refuse_unread(host, hooked, ws.root, home, env)
     refuse_untrusted(ws, slug, roadmap, env)
     warnings = host.asks(ws.root, home, env, request.extra)
     return Prepared(host, binary, slug, roadmap, tuple(warnings))
+
+
+def refuse_unread(host: Host, path: Path, root: Path, home: Path, env: Mapping[str, str]) -> None:
+    """AgentcfgError when the host will not run the stop hook `path` holds (hooks switched
+    off, a folder or a hook the host does not trust): the run would go on with nobody to
+    carry it, as `doctor` would say."""
+    for finding in host.checks(path, root, home, env):
+        if finding.level == "error":
+            raise AgentcfgError(
+                f"{host.TITLE} will not run the stop hook in {path}: {finding.message}"
+                + (f"; fix: {finding.fix}" if finding.fix else "")
+            )
 
 
 def refuse_untrusted(ws: Workspace, slug: str, roadmap: Roadmap, env: Mapping[str, str]) -> None:
@@ -207,9 +222,10 @@ def refuse_untrusted(ws: Workspace, slug: str, roadmap: Roadmap, env: Mapping[st
     ]
     if untrusted:
         shown = ", ".join(untrusted[:5]) + (", ..." if len(untrusted) > 5 else "")
+        which = "that step" if len(untrusted) == 1 else "those steps"
         raise AgentcfgError(
             f"roadmap `{slug}` has {plural(len(untrusted), 'verify line')} nobody trusted "
-            f"(step {shown}): no agent can close those steps; review and trust them first: "
+            f"(step {shown}): no agent can close {which}; review and trust them first: "
             f"agentcfg roadmap trust {slug}"
         )
 

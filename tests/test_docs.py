@@ -96,3 +96,37 @@ def test_the_readme_explains_each_execution_mode() -> None:
 
     for mode in MODES:
         assert re.search(rf"^- `{mode}`", README, re.MULTILINE), f"mode `{mode}` is not explained"
+
+
+def every_command(group: click.Group) -> Iterator[tuple[str, click.Command]]:
+    for name, command in sorted(group.commands.items()):
+        if command.hidden:
+            continue
+        if isinstance(command, click.Group):
+            yield from ((f"{name} {sub}", c) for sub, c in every_command(command))
+        else:
+            yield name, command
+
+
+@pytest.mark.parametrize(("name", "command"), list(every_command(cli)))
+def test_every_option_says_what_it_does(name: str, command: click.Command) -> None:
+    """`--help` is the reference a person reads first: no option is left unexplained."""
+    assert (command.help or "").strip(), f"`agentcfg {name}` has no help text"
+    bare = [
+        param.opts[0]
+        for param in command.params
+        if isinstance(param, click.Option) and not param.hidden and not (param.help or "").strip()
+    ]
+    assert bare == [], f"`agentcfg {name}`: options with no help: {bare}"
+
+
+def test_run_help_names_every_host_it_can_run() -> None:
+    """From the registry: a host that learns to run headless is named without a word changed."""
+    from click.testing import CliRunner
+
+    from agentcfg.driver import runnable_hosts
+
+    shown = " ".join(CliRunner().invoke(cli, ["run", "--help"]).output.split())
+    hosts = runnable_hosts()
+    assert len(hosts) >= 6
+    assert f"The host to run: {', '.join(hosts[:-1])} or {hosts[-1]}." in shown

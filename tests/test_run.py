@@ -528,10 +528,25 @@ def test_the_first_line_says_whether_the_store_is_out_of_the_agents_reach(
     ws: Path, tmp_path: Path, extra: list[str], first: str
 ) -> None:
     _installed(ws, "gemini")
-    env = _fake_binary(tmp_path / "bin", "gemini")
+    env = {**_fake_binary(tmp_path / "bin", "gemini"), "GEMINI_CLI_TRUST_WORKSPACE": "true"}
     result = run_cli("run", "demo", "--host", "gemini", "--max-restarts", "1", *extra, env=env)
     assert result.output.splitlines()[0].startswith(first)
     assert (tmp_path / "bin" / "gemini.log").exists()  # said before the host started
+
+
+def test_a_stop_hook_the_host_will_not_run_is_refused_before_it_starts(
+    ws: Path, tmp_path: Path
+) -> None:
+    _installed(ws, "gemini")  # in a folder Gemini CLI does not trust: it skips project hooks
+    env = _fake_binary(tmp_path / "bin", "gemini")
+    result = run_cli("run", "demo", "--host", "gemini", env=env)
+    assert result.exit_code == 1
+    (line,) = result.output.splitlines()
+    assert line.startswith(
+        f"agentcfg: error: Gemini CLI will not run the stop hook in {ws}/.gemini/settings.json: "
+        f"{ws} is not a trusted folder: Gemini CLI skips its project hooks; fix: trust the folder"
+    )
+    assert not (tmp_path / "bin" / "gemini.log").exists()  # the host never started
 
 
 def test_a_run_state_the_host_rewrote_ends_the_run_non_zero(ws: Path, tmp_path: Path) -> None:
