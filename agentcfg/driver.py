@@ -28,7 +28,7 @@ from agentcfg.core.visible import visible
 from agentcfg.errors import AgentcfgError, ClaimError
 from agentcfg.hosts import registry
 from agentcfg.hosts.base import Refused, settings_hook
-from agentcfg.hosts.stream import reply
+from agentcfg.hosts.stream import outcome, reply
 from agentcfg.membership import read_membership
 from agentcfg.paths import DRIVERS, LEDGER_NAME, RUN_HOST_ENV
 from agentcfg.reprove import Reproof, guarded, reprove
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 OUTPUT_KEPT = 256 * 1024  # bytes of each host stream kept for the limit check and the relay
 POLL = 0.25  # seconds between looks at the ledger while the host runs
 READ_LIMIT = 4 * 1024 * 1024  # ledger bytes read per look
+LINE_KEPT = 8 * 1024 * 1024  # bytes of one line of the host's records read; a longer one is cut
 TAIL_WAIT = 2.0  # seconds the host's output may stay open once its group has ended
 
 
@@ -267,6 +268,7 @@ class _Ran:
     events: list[dict[str, Any]] = field(default_factory=list)  # ledger events while it ran
     moved_on: bool = False  # ended by the driver when the hook moved it on to the next step
     deadline: bool = False  # ended by the driver at --until
+    heard: list[Any] = field(default_factory=list)  # the host's records, as `Host.hear` reads them
 
 
 def drive(
@@ -359,7 +361,7 @@ class _Driver:
                 self.request.fresh_per_step, self.runner, policy.until,
             )  # fmt: skip
             _adopted(self.ws, self.current, ran.events)
-            self._keep(self.host.refusals(ran.stdout, ran.stderr))
+            self._keep(self.host.refusals(ran.stdout, ran.stderr), ran.heard)
             ending = _ending(self.ws, slug, self.current, ran.events)
             if ending == "complete" or (ending is None and self._nothing_open()):
                 # `complete` is this process's own finding, never a word in a state file
@@ -398,7 +400,10 @@ class _Driver:
             if action.kind == "finish":
                 return self.finish(action, decided_here=ending is None)
 
-    def _keep(self, refused: Refused) -> None:
+    def _keep(self, refused: Refused, heard: list[Any]) -> None:
+        if heard:  # read as they came: whole, however long the output the kept tail cut
+            found = outcome(heard)
+            refused = Refused(found.denied, found.failed, refused.ignored)
         self.denied += refused.denied
         self.failed = (*self.failed, *refused.failed)[-3:]
         self.ignored.update(dict.fromkeys(refused.ignored))
@@ -670,7 +675,7 @@ def _run(
     moved_on = deadline = False
     try:  # from the start: a Ctrl-C at any point ends what was started
         watchdog = Watchdog(proc.pid)
-        streams = [_Tail(proc.stdout), _Tail(proc.stderr)]
+        streams = [_Tail(proc.stdout, runner.hear), _Tail(proc.stderr)]
         cap = _cap(ws, current)
         while True:
             exited = proc.poll() is not None
@@ -703,7 +708,7 @@ def _run(
     code = proc.returncode
     return _Ran(
         code if code >= 0 else None, streams[0].text(), streams[1].text(), events, moved_on,
-        deadline,
+        deadline, streams[0].heard,
     )  # fmt: skip
 
 
@@ -724,16 +729,28 @@ def _moved_on(events: list[dict[str, Any]], current: _Session) -> bool:
 
 
 class _Tail(threading.Thread):
-    """Reads one stream of the host to its end, keeping its last OUTPUT_KEPT bytes."""
+    """Reads one stream of the host to its end, keeping its last OUTPUT_KEPT bytes; with a
+    `hear`, each whole line as it comes goes through it into `heard` (the host's records,
+    whatever the length of the output)."""
 
-    def __init__(self, stream: Any) -> None:
+    def __init__(self, stream: Any, hear: Callable[[bytes], list[Any]] | None = None) -> None:
         super().__init__(daemon=True)
-        self.stream, self.kept = stream, b""
+        self.stream, self.kept, self.hear = stream, b"", hear
+        self.heard: list[Any] = []
         self.start()
 
     def run(self) -> None:
+        line = b""
         while chunk := self.stream.read1(65536):
             self.kept = (self.kept + chunk)[-OUTPUT_KEPT:]
+            if self.hear is not None:
+                line += chunk
+                *whole, line = line.split(b"\n")
+                for each in whole:
+                    self.heard += self.hear(each)
+                line = line[-LINE_KEPT:] if len(line) > LINE_KEPT else line
+        if self.hear is not None and line:
+            self.heard += self.hear(line)
         self.stream.close()
 
     def text(self) -> str:

@@ -184,19 +184,19 @@ def test_a_claim_whose_driver_is_gone_is_taken_back_without_force(ws: Path) -> N
 
 def test_a_claim_whose_driver_runs_still_needs_force(ws: Path) -> None:
     _claimed_by_driver(ws, os.getpid())
-    assert not driver._take_back(Workspace(ws), "demo", NOW + 60, [].append)
+    assert not driver._take_back(Workspace(ws), "demo", NOW + 60, print)
 
 
 def test_a_claim_no_driver_made_still_needs_force(ws: Path) -> None:
     _claimed_by_driver(ws, None)  # an agent's own session, say
-    assert not driver._take_back(Workspace(ws), "demo", NOW + 60, [].append)
+    assert not driver._take_back(Workspace(ws), "demo", NOW + 60, print)
 
 
 def test_a_pid_given_to_another_process_is_not_the_driver(ws: Path) -> None:
     made = _claimed_by_driver(ws, os.getpid())
     record = ws / "state" / DRIVERS / f"{made.key}.json"
     state.write_json(record, {"pid": os.getpid(), "started": "1"})  # started at another moment
-    assert driver._take_back(Workspace(ws), "demo", NOW + 60, [].append)
+    assert driver._take_back(Workspace(ws), "demo", NOW + 60, print)
 
 
 def test_the_persons_run_refused_by_a_live_claim_names_force(ws: Path, tmp_path: Path) -> None:
@@ -211,3 +211,28 @@ def test_the_persons_run_refused_by_a_live_claim_names_force(ws: Path, tmp_path:
     result = run_cli("run", "demo", "--host", "claude", env=env)
     assert result.exit_code == 1
     assert "claimed by session s-old" in result.output and "--force" in result.output
+
+
+# --- the host's records read as they come ---
+
+
+def test_each_whole_line_of_the_hosts_output_is_heard_once_however_it_is_cut(
+    tmp_path: Path,
+) -> None:
+    from agentcfg.hosts.stream import Refusal
+
+    denied = Path(__file__).parent / "fixtures" / "claude-code-2.1.328" / "permission-denied.jsonl"
+    data = denied.read_bytes().rstrip(b"\n")  # the last line has no newline: heard at the end
+    read, write = os.pipe()
+    with os.fdopen(read, "rb") as out:
+        tail = driver._Tail(out, claude.hear)
+        with os.fdopen(write, "wb") as into:
+            for n in range(0, len(data), 7):  # cut anywhere, a line across many chunks
+                into.write(data[n : n + 7])
+                into.flush()
+        tail.join(10)
+    assert [type(e).__name__ for e in tail.heard] == [
+        "ToolCall", "Tokens", "Refusal", "ToolResult", "Tokens", "Result",
+    ]  # fmt: skip
+    assert next(e for e in tail.heard if isinstance(e, Refusal)).tool == "Bash"
+    assert tail.text() == data.decode()

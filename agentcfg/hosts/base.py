@@ -106,6 +106,10 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
             the agent's commands, as the host's configuration says before it starts: one line
             each (approvals nobody is there to give, an allowlist the host will ignore)."""
 
+        def hear(self, line: bytes) -> list[Any]:
+            """What one line of a headless start's stdout tells as it comes (Claude Code's
+            stream-json records, `hosts/stream.py`); [] for a host that prints none."""
+
         def refusals(self, stdout: str, stderr: str) -> Refused:
             """What a headless start's output tells of the agent's tool calls the host refused
             for lack of permission, the last ones that failed, and what the host said of its

@@ -285,6 +285,13 @@ def _trusted(root: Path, home: Path) -> bool:
     return False
 
 
+def hear(line: bytes) -> list[Any]:
+    """Each stream-json line as it comes: tool calls, refusals, tokens, usage windows."""
+    from agentcfg.hosts.stream import parse_line
+
+    return list(parse_line(line)) if line.startswith(b"{") else []
+
+
 def refusals(stdout: str, stderr: str) -> Refused:
     """The stream-json's refused and failed tool calls, and the line in which Claude Code
     says it ignored the project's allowlist in a folder nobody trusted."""

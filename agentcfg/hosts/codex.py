@@ -387,6 +387,7 @@ def asks(root: Path, home: Path, env: Mapping[str, str], extra: Sequence[str]) -
 
 
 refusals = defaults.refusals
+hear = defaults.hear
 
 
 def headless(

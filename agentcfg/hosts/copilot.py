@@ -204,6 +204,7 @@ def asks(root: Path, home: Path, env: Mapping[str, str], extra: Sequence[str]) -
 
 
 refusals = defaults.refusals
+hear = defaults.hear
 
 
 def limit_reset(output: str, now: float) -> float | None:

@@ -191,6 +191,10 @@ def asks(root: Path, home: Path, env: Mapping[str, str], extra: Sequence[str]) -
     return []  # nothing known to us keeps this host's headless start from running commands
 
 
+def hear(line: bytes) -> list[Any]:
+    return []  # nothing this host prints is read as it comes
+
+
 def refusals(stdout: str, stderr: str) -> Refused:
     from agentcfg.hosts.base import NOTHING_REFUSED
 

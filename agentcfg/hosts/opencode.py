@@ -189,6 +189,7 @@ NAMES_SESSION = False  # OpenCode names its sessions: the run's server makes eac
 ALLOW = 'set `"permission": {"bash": "allow"}` in opencode.json'
 asks = defaults.asks
 refusals = defaults.refusals
+hear = defaults.hear
 
 
 def headless(

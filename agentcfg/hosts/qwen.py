@@ -177,6 +177,7 @@ def asks(root: Path, home: Path, env: Mapping[str, str], extra: Sequence[str]) -
 
 
 refusals = defaults.refusals
+hear = defaults.hear
 
 
 def headless(prompt: str, session: str | None, resume: bool, extra: Sequence[str]) -> list[str]:
