@@ -148,9 +148,7 @@ def run(
             ran = [(r.exit_code, r.duration) for r in taken]
             say(baseline_total(ws.canonical(slug), ran, untrusted), err=as_json)
 
-    if agents is not None:
-        for line in ready.warnings:
-            say(f"agentcfg run: warning: {line}", err=as_json)
+    if agents is not None:  # each member warns as it starts: a fleet that cannot start is one line
         options = _passed_on(until, window, max_restarts, max_wait)
         options += ["--fresh-per-step"] if fresh_per_step else []
         code = fleet_run.run_fleet(
