@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentcfg import claims, contract, controls, state
+from agentcfg import claims, controls, state
 from agentcfg.claims import Claim
 from agentcfg.config import ChainEntry
+from agentcfg.contract import store as contract
 from agentcfg.core import phrases
 from agentcfg.core.chain import RUN_CONTINUATION
 from agentcfg.core.ladder import TAMPERED, Fire, RunState, decide
@@ -181,7 +182,7 @@ class RunContinuation:
         if event == TAMPERED:
             record = record or ctx.tampered or "a record"
             extra["record"] = record
-        if event == "complete":  # what the proofs show, one word a step (core/evidence.py)
+        if event == "complete":  # what the proofs show, one word a step (evidence_model.py)
             record = _evidence(ctx, claim.slug)
             extra["evidence"] = record
         ctx.log(
@@ -229,7 +230,7 @@ def _reopened(ctx: HookContext) -> tuple[str, ...]:
         return ()
     if not (ctx.ws.state / FINALS).is_dir():
         return ()  # no re-proof ever ran here: nothing more is read
-    from agentcfg import finals  # rare: loaded only where a re-proof ran
+    from agentcfg.contract import finals  # rare: loaded only where a re-proof ran
 
     return finals.reopened(ctx.ws, ctx.claim.slug, ctx.roadmap)
 
@@ -237,7 +238,7 @@ def _reopened(ctx: HookContext) -> tuple[str, ...]:
 def _unfinal(ctx: HookContext) -> bool:
     """No final record covers the run's contract and the roadmap as they are: `complete` waits
     for `roadmap verify --final` (the hook runs no check itself: it reads one small file)."""
-    from agentcfg import finals  # rare: only the fire that would end a run reads it
+    from agentcfg.contract import finals  # rare: only the fire that would end a run reads it
 
     found, roadmap, claim = ctx.contract[0], ctx.roadmap, ctx.claim
     if found is None or roadmap is None or claim is None:
@@ -300,8 +301,8 @@ def _refused_checks(ctx: HookContext, slug: str) -> tuple[str, ...]:
 
 def _evidence(ctx: HookContext, slug: str) -> str:
     """`3 steps, 2 red-green, 1 vacuous (1.2)`: the evidence of the contracted steps' proofs."""
-    from agentcfg.core.contract import command_hash, matched, text_hash
-    from agentcfg.core.evidence import summary, words_of
+    from agentcfg.contract.evidence_model import summary, words_of
+    from agentcfg.contract.model import command_hash, matched, text_hash
 
     found, _problem = ctx.contract
     roadmap = ctx.roadmap

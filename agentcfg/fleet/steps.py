@@ -6,13 +6,13 @@ import uuid
 from collections.abc import Callable, Mapping
 
 from agentcfg import claims, loading, state
+from agentcfg.contract.verify import find_step
 from agentcfg.core.roadmap import Roadmap, Step, scan
 from agentcfg.core.times import iso
 from agentcfg.errors import AgentcfgError, LeaseError, LeaseHeld, StepError
-from agentcfg.leases import TTL, Lease, Store, machine_name, name_ok
-from agentcfg.membership import Membership, forget, read_membership, remember
+from agentcfg.fleet.leases import TTL, Lease, Store, machine_name, name_ok
+from agentcfg.fleet.membership import Membership, forget, read_membership, remember
 from agentcfg.paths import LOCKS
-from agentcfg.verify import find_step
 from agentcfg.workspace import Workspace
 
 AUTO = "auto"
