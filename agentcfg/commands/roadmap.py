@@ -14,8 +14,8 @@ from agentcfg import loading
 from agentcfg.agents import agent_session, require_person
 from agentcfg.commands import bar, emit_json, json_option, now, say, workspace
 from agentcfg.contract import audit, finals, reprove, verify
-from agentcfg.contract.evidence_model import baseline_line, baseline_total, summary
 from agentcfg.contract.verify import VerifyResult
+from agentcfg.core.evidence import baseline_line, baseline_total, summary
 from agentcfg.core.lint import lint
 from agentcfg.core.roadmap import Step
 from agentcfg.core.texts import plural

@@ -13,7 +13,7 @@ import click
 from agentcfg.agents import agent_session, require_person
 from agentcfg.commands import COUNT, DURATION, clock, emit_json, json_option, say, workspace
 from agentcfg.contract import verify
-from agentcfg.contract.evidence_model import baseline_line, baseline_total
+from agentcfg.core.evidence import baseline_line, baseline_total
 from agentcfg.core.texts import store_reach
 from agentcfg.errors import AgentcfgError
 from agentcfg.fleet import drive as fleet_run

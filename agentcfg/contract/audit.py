@@ -21,9 +21,9 @@ from agentcfg import loading
 from agentcfg.config import load_config
 from agentcfg.contract import finals, trust, verify
 from agentcfg.contract import store as contract
-from agentcfg.contract.evidence_model import WORDS
 from agentcfg.contract.model import Receipt, command_hash, deciding, matched, text_hash
 from agentcfg.contract.verify import VerifyResult
+from agentcfg.core.evidence import WORDS
 from agentcfg.core.roadmap import Step
 from agentcfg.workspace import Workspace
 
@@ -41,7 +41,7 @@ class Row:
 
     @property
     def evidence(self) -> str | None:
-        """What the proving receipt shows about the work (contract/evidence_model.py); None unless proven."""
+        """What the proving receipt shows about the work (core/evidence.py); None unless proven."""
         if self.status != "proven":
             return None
         found = (self.receipt or {}).get("evidence")

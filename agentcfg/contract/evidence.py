@@ -1,5 +1,5 @@
 """The baseline a step's evidence is graded against (state/baselines/<slug>.json), and the
-grade of a passing check (contract/evidence_model.py says what each word means).
+grade of a passing check (core/evidence.py says what each word means).
 
 A baseline is each open step's verify line run once before the work starts, by `agentcfg run`
 or `roadmap verify --baseline`; it is kept per roadmap, one entry per step and verify line, with
@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from agentcfg import state
-from agentcfg.contract import evidence_model as evidence
 from agentcfg.contract import seal, trust
 from agentcfg.contract.model import command_hash
+from agentcfg.core import evidence
 from agentcfg.core.roadmap import Step
 from agentcfg.core.times import iso_ms
 from agentcfg.paths import BASELINES

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from agentcfg import loading, state
 from agentcfg.contract import evidence, guard, trust
-from agentcfg.contract.evidence_model import EXPLAINED
+from agentcfg.core.evidence import EXPLAINED
 from agentcfg.core.roadmap import Roadmap, Step
 from agentcfg.core.suggest import did_you_mean
 from agentcfg.errors import CheckChangedError, ClaimError, RoadmapError, StepError
@@ -44,7 +44,7 @@ class VerifyResult:
     duration: float
     tail: tuple[str, ...]
     output: str = ""  # sha256 of everything it printed
-    evidence: str = ""  # what its pass shows about the work (evidence_model.py); "" on a fail
+    evidence: str = ""  # what its pass shows about the work (core/evidence.py); "" on a fail
 
     @property
     def passed(self) -> bool:

@@ -203,7 +203,7 @@ class Run:
     resumed_at: float | None = None  # the person lifted the stop then
     resume_at: float | None = None  # the wait the driver last recorded ends then
     said: str = "running"  # the outcome in plain words
-    evidence: str = ""  # what the proofs of a complete run show (contract/evidence_model.py)
+    evidence: str = ""  # what the proofs of a complete run show (core/evidence.py)
     timeline: Timeline = field(default_factory=lambda: Timeline())
 
     @property

@@ -18,9 +18,9 @@ from typing import Any, Protocol
 
 from agentcfg import claims, controls, loading, state
 from agentcfg.contract import finals
-from agentcfg.contract.evidence_model import summary
 from agentcfg.contract.reprove import Reproof, guarded, reprove
 from agentcfg.core import report as reports
+from agentcfg.core.evidence import summary
 from agentcfg.core.ladder import MAX_ITERATIONS
 from agentcfg.core.roadmap import Roadmap, scan
 from agentcfg.core.texts import continuation, plural

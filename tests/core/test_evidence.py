@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from agentcfg.contract.evidence_model import (
+from agentcfg.core.evidence import (
     EXPLAINED,
     WORDS,
     baseline_line,

@@ -182,7 +182,7 @@ class RunContinuation:
         if event == TAMPERED:
             record = record or ctx.tampered or "a record"
             extra["record"] = record
-        if event == "complete":  # what the proofs show, one word a step (evidence_model.py)
+        if event == "complete":  # what the proofs show, one word a step (core/evidence.py)
             record = _evidence(ctx, claim.slug)
             extra["evidence"] = record
         ctx.log(
@@ -301,8 +301,8 @@ def _refused_checks(ctx: HookContext, slug: str) -> tuple[str, ...]:
 
 def _evidence(ctx: HookContext, slug: str) -> str:
     """`3 steps, 2 red-green, 1 vacuous (1.2)`: the evidence of the contracted steps' proofs."""
-    from agentcfg.contract.evidence_model import summary, words_of
     from agentcfg.contract.model import command_hash, matched, text_hash
+    from agentcfg.core.evidence import summary, words_of
 
     found, _problem = ctx.contract
     roadmap = ctx.roadmap
