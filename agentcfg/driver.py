@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -342,8 +343,11 @@ class _Driver:
         """Record an ending the driver decided (the hook records its own); report the run."""
         ending = action.ending or "complete"
         slug, progress = self.slug, self.progress
+        evidence = _evidence(self.ws, slug, self.env) if ending == "complete" else ("", {})
         if decided_here:
             fields: dict[str, Any] = {"starts": progress.starts, "restarts": progress.restarts}
+            if ending == "complete":
+                fields["evidence"], fields["words"] = evidence
             if by is not None:
                 fields["by"] = by
             if ending == "stopped":
@@ -362,7 +366,7 @@ class _Driver:
         if ending in NEXT:
             self.say(f"  next: {NEXT[ending].format(slug=slug)}")
         if ending == "complete":
-            self.say(f"  evidence: {_evidence(self.ws, slug, self.env)}")
+            self.say(f"  evidence: {evidence[0]}")
         return Result(
             ending, action.exit_code, slug, self.host.NAME, self.current.session, progress,
             closed, row, self.reproof,
@@ -720,15 +724,17 @@ def _told(ws: Workspace, current: _Session, ending: str) -> list[str]:
     return [visible(line) for line in told]
 
 
-def _evidence(ws: Workspace, slug: str, env: Mapping[str, str]) -> str:
-    """What the proofs of a complete run show: `3 steps, 2 red-green, 1 vacuous (1.2)`."""
+def _evidence(ws: Workspace, slug: str, env: Mapping[str, str]) -> tuple[str, dict[str, int]]:
+    """What the proofs of a complete run show: `3 steps, 2 red-green, 1 vacuous (1.2)`, and
+    how many steps each word has."""
     from agentcfg import audit
 
     try:
         rows = audit.audit(ws, slug, env).rows
     except AgentcfgError as exc:
-        return f"unknown ({exc})"
-    return summary([(r.step.name, r.evidence) for r in rows if r.evidence is not None])
+        return f"unknown ({exc})", {}
+    graded = [(r.step.name, r.evidence) for r in rows if r.evidence is not None]
+    return summary(graded), dict(Counter(word for _name, word in graded))
 
 
 def _row(ws: Workspace, slug: str, current: _Session) -> dict[str, Any] | None:

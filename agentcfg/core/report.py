@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentcfg.core.evidence import WORDS
 from agentcfg.core.times import iso, parse_iso
 from agentcfg.core.visible import visible
 
@@ -204,6 +205,7 @@ class Run:
     resume_at: float | None = None  # the wait the driver last recorded ends then
     said: str = "running"  # the outcome in plain words
     evidence: str = ""  # what the proofs of a complete run show (core/evidence.py)
+    words: dict[str, int] = field(default_factory=dict)  # its steps per evidence word
     folded: bool = False  # told as a row already
     timeline: Timeline = field(default_factory=lambda: Timeline())
 
@@ -336,6 +338,7 @@ class Report:
     released_inside: int = 0  # releases the claimed session ran itself
     wall: float = 0.0  # the runs' wall time, summed
     proven: int = 0  # steps proven of the contracts of the runs that had one
+    evidence: collections.Counter[str] = field(default_factory=collections.Counter)  # words
     contracted: int | None = None  # steps in those contracts; None: no run had one
     spending: Spending = field(default_factory=Spending)
     costliest_run: Run | None = None
@@ -375,6 +378,7 @@ class Report:
             "proven": None
             if self.contracted is None
             else {"proven": self.proven, "contract": self.contracted},
+            "evidence": {word: self.evidence[word] for word in WORDS if self.evidence[word]},
             "refusals": dict(sorted(self.refusals.items())),
             "verified": self.events["verified"],
             "marked_done": self.events["marked-done"],
@@ -605,6 +609,9 @@ def _apply(report: Report, run: Run, name: str, event: dict[str, Any], at: float
         told = event.get("evidence")
         if name == "complete" and isinstance(told, str):
             run.evidence = visible(told[:400])
+            words = event.get("words")
+            if isinstance(words, dict):
+                run.words = {w: n for w, n in words.items() if w in WORDS and _count(n)}
         if name == STOPPED:
             by = event.get("by")
             if run.stop is None:
@@ -687,6 +694,8 @@ def _finish(
     if run.last_open is not None and run.burndown and run.burndown[-1] != run.last_open:
         run.burndown.append(run.last_open)  # where it stands as it ends: 0 once complete
     report.outcomes[run.outcome] += 1
+    if run.outcome == "complete":
+        report.evidence.update(run.words)
     report.wall += run.last - run.started
     if run.contract is not None:
         report.proven += run.proven or 0
