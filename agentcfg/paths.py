@@ -41,7 +41,7 @@ DRIVERS = "drivers"  # state/drivers/<session key>.json: the `agentcfg run` proc
 RUN_HOST_ENV = "AGENTCFG_RUN_HOST"
 # a person's own state, outside any workspace (see user_state)
 TRUST_STORE = "trust.json"  # the verify lines a person trusted
-SEAL_KEY = "seal.key"  # the key that seals the records deciding a run's ending (seal.py)
+SEAL_KEY = "seal.key"  # the key that seals the records deciding a run's ending (contract/seal.py)
 ERROR_LOG = "error.log"  # the traceback of the CLI's last unexpected error
 
 

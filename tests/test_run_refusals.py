@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from agentcfg import claims, driver, state
+from agentcfg import claims, state
 from agentcfg.core.ladder import Caps
 from agentcfg.core.texts import NOTES, note
-from agentcfg.core.unattended import EXIT_CODES
 from agentcfg.hosts import claude, codex, copilot, gemini, qwen, registry
 from agentcfg.paths import DRIVERS
+from agentcfg.run import driver
+from agentcfg.run.model import EXIT_CODES
 from agentcfg.workspace import Workspace
 from tests.conftest import run_cli
 
