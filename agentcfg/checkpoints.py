@@ -80,9 +80,16 @@ class _Git:
         # the index is ours to name: a GIT_INDEX_FILE in the agent's shell never leaks in
         self.env = {k: v for k, v in env.items() if k != "GIT_INDEX_FILE"}
 
-    def run(self, *args: str, index: str | None = None, ok: bool = False) -> str:
-        """stdout of `git ARGS`; CheckpointError when it fails (unless `ok`: then "" on
-        failure), runs out of time or cannot start."""
+    def run(self, *args: str, index: str | None = None) -> str:
+        """stdout of `git ARGS`; CheckpointError when it fails, runs out of time or cannot
+        start."""
+        found = self.attempt(*args, index=index, failing=True)
+        assert found is not None
+        return found
+
+    def attempt(self, *args: str, index: str | None = None, failing: bool = False) -> str | None:
+        """stdout of `git ARGS`, None when it fails (CheckpointError instead with `failing`);
+        CheckpointError when it runs out of time or cannot start."""
         import subprocess  # only a fire that takes a checkpoint pays for it
 
         left = self.deadline - time.monotonic()
@@ -101,20 +108,21 @@ class _Git:
         except OSError as exc:
             raise CheckpointError(f"cannot run git: {exc.strerror or exc}") from None
         if done.returncode != 0:
-            if ok:
-                return ""
+            if not failing:
+                return None
             why = done.stderr.strip().splitlines()
             raise CheckpointError(f"`git {args[0]}` failed: {why[-1] if why else done.returncode}")
         return done.stdout
 
     def repo(self) -> Repo:
-        found = self.run("rev-parse", "--show-toplevel", "--absolute-git-dir", ok=True)
+        found = self.attempt("rev-parse", "--show-toplevel", "--absolute-git-dir", "HEAD")
+        if found is None:  # no HEAD yet, or no repository at all: which one, for the message
+            found = self.attempt("rev-parse", "--show-toplevel", "--absolute-git-dir") or ""
         lines = found.splitlines()
         if len(lines) < 2:
             raise CheckpointError("the workspace is not in a git repository with a working tree")
         self.cwd = lines[0]  # from the top: the whole tree, whatever folder the workspace is
-        head = self.run("rev-parse", "--verify", "--quiet", "HEAD^{commit}", ok=True).strip()
-        return Repo(lines[0], lines[1], head or None)
+        return Repo(lines[0], lines[1], lines[2] if len(lines) > 2 else None)
 
 
 class _Snapshot:
@@ -175,13 +183,9 @@ def _keep(git: _Git, prefix: str, commit: str) -> tuple[str, int]:
     n = max(_numbered(git, prefix), default=0) + 1
     for attempt in range(3):
         ref = f"{prefix}/{n + attempt}"
-        if git.run("update-ref", ref, commit, "", ok=True) == "" and _resolves(git, ref, commit):
+        if git.attempt("update-ref", ref, commit, "") is not None:
             return ref, n + attempt
     raise CheckpointError(f"cannot write a ref under {prefix}/")
-
-
-def _resolves(git: _Git, ref: str, commit: str) -> bool:
-    return git.run("rev-parse", "--verify", "--quiet", ref, ok=True).strip() == commit
 
 
 def _message(title: str, slug: str, step: str, run: str | None, now: float) -> str:
@@ -326,7 +330,7 @@ def restore(ws: Workspace, slug: str, found: Checkpoint, now: float, env: Mappin
     Returns the ref that keeps what was left."""
     git = _Git(ws.root, COMMAND_BUDGET, env)
     repo = git.repo()
-    parent = git.run("rev-parse", "--verify", "--quiet", f"{found.commit}^1", ok=True).strip()
+    parent = (git.attempt("rev-parse", "--verify", "--quiet", f"{found.commit}^1") or "").strip()
     if not parent:
         raise CheckpointError(f"checkpoint {found.ref} has no commit to bring the branch back to")
     with _Snapshot(git, repo) as snap:
