@@ -41,6 +41,7 @@ class Repo(Record):
     top: str  # the working tree's top folder
     gitdir: str  # this worktree's own git folder (its index lives there)
     head: str | None  # the commit HEAD names; None before the first commit
+    branch: str | None = None  # the branch HEAD is on (`refs/heads/...`); None when detached
 
 
 class Checkpoint(Record):
@@ -51,6 +52,7 @@ class Checkpoint(Record):
     at: float  # when it was taken
     run: str | None  # the run it was taken for, when one was known
     changed: int | None = None  # files that differ between it and the workspace now
+    branch: str | None = None  # the branch it was taken on; None when HEAD was detached
 
 
 class Rollback(Record):
@@ -115,14 +117,19 @@ class _Git:
         return done.stdout
 
     def repo(self) -> Repo:
-        found = self.attempt("rev-parse", "--show-toplevel", "--absolute-git-dir", "HEAD")
+        found = self.attempt(
+            "rev-parse", "--show-toplevel", "--absolute-git-dir", "HEAD", "--symbolic-full-name",
+            "HEAD",
+        )  # fmt: skip
         if found is None:  # no HEAD yet, or no repository at all: which one, for the message
             found = self.attempt("rev-parse", "--show-toplevel", "--absolute-git-dir") or ""
         lines = found.splitlines()
         if len(lines) < 2:
             raise CheckpointError("the workspace is not in a git repository with a working tree")
         self.cwd = lines[0]  # from the top: the whole tree, whatever folder the workspace is
-        return Repo(lines[0], lines[1], lines[2] if len(lines) > 2 else None)
+        head = lines[2] if len(lines) > 2 else None
+        branch = lines[3] if len(lines) > 3 and lines[3].startswith("refs/heads/") else None
+        return Repo(lines[0], lines[1], head, branch)
 
 
 class _Snapshot:
@@ -188,9 +195,14 @@ def _keep(git: _Git, prefix: str, commit: str) -> tuple[str, int]:
     raise CheckpointError(f"cannot write a ref under {prefix}/")
 
 
-def _message(title: str, slug: str, step: str, run: str | None, now: float) -> str:
+def _message(title: str, slug: str, step: str, run: str | None, now: float, repo: Repo) -> str:
     lines = [title, "", f"slug: {slug}", f"step: {step}", f"taken: {iso(now)}"]
+    lines += [f"branch: {repo.branch}"] if repo.branch else []
     return "\n".join([*lines, *([f"run: {run}"] if run else [])]) + "\n"
+
+
+def _shown(branch: str | None) -> str:
+    return f"branch `{branch.removeprefix('refs/heads/')}`" if branch else "a detached HEAD"
 
 
 def _prefix(kind: str, slug: str, step: str) -> str:
@@ -212,10 +224,10 @@ def take(
     if repo.head is None:
         raise CheckpointError("the repository has no commit yet to take a checkpoint on")
     with _Snapshot(git, repo) as snap:
-        message = _message(f"agentcfg checkpoint before step {step}", slug, step, run, now)
+        message = _message(f"agentcfg checkpoint before step {step}", slug, step, run, now, repo)
         commit = _commit(git, repo, snap.tree, message)
     ref, n = _keep(git, _prefix(CHECKPOINT_REFS, slug, step), commit)
-    return Checkpoint(step, n, ref, commit, now, run)
+    return Checkpoint(step, n, ref, commit, now, run, branch=repo.branch)
 
 
 # -- the stop hook and the driver: one checkpoint when the step engaged changes --------------
@@ -293,7 +305,9 @@ def listed(
             continue
         facts = dict(_facts(message))
         at = parse_iso(facts.get("taken")) or 0.0
-        found.append(Checkpoint(step, int(n), ref, commit, at, facts.get("run")))
+        found.append(
+            Checkpoint(step, int(n), ref, commit, at, facts.get("run"), branch=facts.get("branch"))
+        )
     found.sort(key=lambda c: (c.at, c.step, c.n))
     if not changes or not found or repo.head is None:
         return found
@@ -333,9 +347,15 @@ def restore(ws: Workspace, slug: str, found: Checkpoint, now: float, env: Mappin
     parent = (git.attempt("rev-parse", "--verify", "--quiet", f"{found.commit}^1") or "").strip()
     if not parent:
         raise CheckpointError(f"checkpoint {found.ref} has no commit to bring the branch back to")
+    if found.branch != repo.branch:  # never moves a branch the checkpoint was not taken on
+        on = _shown(found.branch)
+        raise CheckpointError(
+            f"checkpoint {found.ref} was taken on {on}, and the worktree is on "
+            f"{_shown(repo.branch)}: check out {on} first"
+        )
     with _Snapshot(git, repo) as snap:
         title = f"agentcfg attempt at step {found.step}, kept by a rollback"
-        kept = _commit(git, repo, snap.tree, _message(title, slug, found.step, None, now))
+        kept = _commit(git, repo, snap.tree, _message(title, slug, found.step, None, now, repo))
         attempt, _n = _keep(git, _prefix(ATTEMPT_REFS, slug, found.step), kept)
         # the snapshot's index is the tree as it is: reading the checkpoint over it rewrites
         # what differs and removes what the checkpoint lacks, and nothing else

@@ -151,6 +151,23 @@ def test_a_rollback_to_a_step_without_a_checkpoint_names_those_that_have_one(rep
     )
 
 
+def test_a_rollback_never_moves_a_branch_the_checkpoint_was_not_taken_on(repo: Path) -> None:
+    taken = checkpoints.take(workspace(repo), "demo", "1.2", None, AT, os.environ)
+    git(repo, "checkout", "-q", "-b", "elsewhere")
+    (repo / "code.py").write_text("on another branch\n")
+    with pytest.raises(CheckpointError) as found:
+        checkpoints.rollback(workspace(repo), "demo", "1.2", AT + 1, os.environ, "person")
+    assert str(found.value) == (
+        f"checkpoint {taken.ref} was taken on branch `main`, and the worktree is on branch "
+        "`elsewhere`: check out branch `main` first"
+    )
+    assert (repo / "code.py").read_text() == "on another branch\n"
+    assert not git(repo, "for-each-ref", "refs/agentcfg/attempts/")
+    git(repo, "checkout", "-q", "--detach")
+    with pytest.raises(CheckpointError, match="the worktree is on a detached HEAD"):
+        checkpoints.rollback(workspace(repo), "demo", "1.2", AT + 1, os.environ, "person")
+
+
 # -- the steps it undid, the contract and the receipts ---------------------------------------
 
 
