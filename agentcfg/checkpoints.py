@@ -256,20 +256,22 @@ def before_step(
 ) -> Checkpoint | None:
     """A checkpoint before `step` unless the last one was taken for it already (`again`: a new
     run's first step takes one whatever came before). Never raises: a checkpoint that cannot be
-    taken is a ledger event, and the work goes on. Outside a git repository, nothing at all."""
+    taken is a ledger event, and the work goes on. Outside a git repository: no checkpoint, no
+    event."""
     if not again and last_step(ws, slug) == step:
-        return None
-    if not in_repository(ws.root):
         return None
     taken: Checkpoint | None = None
     try:
-        taken = take(ws, slug, step, run, now, env, budget)
-        fields: dict[str, object] = {"step": step, "ref": taken.ref, "commit": taken.commit}
-        state.append_ledger(ws.state, state.event("checkpoint", now, run, slug, **fields))
+        if in_repository(ws.root):
+            taken = take(ws, slug, step, run, now, env, budget)
+            fields: dict[str, object] = {"step": step, "ref": taken.ref, "commit": taken.commit}
+            state.append_ledger(ws.state, state.event("checkpoint", now, run, slug, **fields))
     except (CheckpointError, OSError, ValueError) as exc:  # the work goes on without one
         fields = {"step": step, "reason": str(exc) or type(exc).__name__}
         state.append_ledger(ws.state, state.event("checkpoint-failed", now, run, slug, **fields))
-    try:  # tried once per step: a repository too slow for the budget is not tried every fire
+    # tried once per step, in a repository or not: a repository too slow for the budget is not
+    # tried at every fire, and a fire outside one loads nothing more until the step changes
+    try:
         record = {"step": step, "ref": taken.ref if taken else None, "at": iso(now), "run": run}
         state.write_json(_record_path(ws, slug), record)
     except (OSError, StateError):

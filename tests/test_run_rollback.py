@@ -69,4 +69,6 @@ def test_a_run_outside_a_repository_says_why_it_did_not_roll_back(host: Host) ->
     host.script(WRECKER)
     proc = host.run("--rollback-on-halt", "--max-restarts", "1", "--no-baseline")
     assert ending(proc) == ("halt-restarts", 16)
-    assert "  not rolled back: no checkpoint was taken in this run" in proc.stderr.splitlines()
+    said = "  not rolled back: the workspace is not in a git repository with a working tree"
+    assert said in proc.stderr.splitlines()
+    assert (host.root / "code.py").read_text() == "wrecked\n"
