@@ -102,7 +102,7 @@ class _Git:
             env["GIT_INDEX_FILE"] = index
         try:
             done = subprocess.run(
-                ["git", *args], cwd=self.cwd, env=env, capture_output=True, text=True,
+                ["git", *args], cwd=self.cwd, env=env, capture_output=True, text=True, errors="replace",
                 timeout=left, stdin=subprocess.DEVNULL, check=False,
             )  # fmt: skip
         except subprocess.TimeoutExpired:
@@ -372,12 +372,20 @@ def rollback(
     """Bring the workspace back to the checkpoint before `step`, the current state kept first;
     the steps closed since open again, and every run's contract on the roadmap starts from the
     roadmap as restored (as `roadmap trust` does), so a receipt made before closes nothing."""
-    from agentcfg import claims, contract, loading
+    from agentcfg import claims, contract, loading, verify
 
     slug = ws.canonical(slug)
     found = newest(ws, slug, step, env)
     before = _ticked(ws, slug)
+    ignored = _ignored(ws.roadmap_path(slug), env)
     attempt = restore(ws, slug, found, now, env)
+    if ignored:  # the checkpoint does not hold the roadmap, so its ticks stayed: the steps
+        # `roadmap done` closed since the checkpoint are opened here, every other byte as it is
+        receipts = contract.read_receipts(ws, slug)
+        since = {r.step for r in receipts if r.at >= found.at and r.passed and not r.final}
+        for ticked in _ticked(ws, slug):
+            if ticked in since:
+                verify.mark_open(ws, slug, ticked)
     roadmap = loading.load(ws, slug)
     after = {s.id for s in roadmap.steps if s.mark == "done"}
     reopened = tuple(s for s in before if s not in after)
@@ -390,6 +398,12 @@ def rollback(
     }  # fmt: skip
     state.append_ledger(ws.state, state.event("rolled-back", now, None, slug, **fields))
     return Rollback(found, attempt, reopened)
+
+
+def _ignored(path: Path, env: Mapping[str, str]) -> bool:
+    """Whether git ignores the file, so that no checkpoint holds it."""
+    git = _Git(path.parent, COMMAND_BUDGET, env)
+    return git.attempt("check-ignore", "--quiet", "--", path.name) is not None
 
 
 def _ticked(ws: Workspace, slug: str) -> tuple[str, ...]:

@@ -246,6 +246,18 @@ def test_a_rollback_opens_the_undone_steps_and_the_run_goes_on_unhalted(claimed:
     assert not [e for e in ledger(claimed) if e["event"].startswith("halt")]
 
 
+def test_a_rollback_opens_the_steps_closed_since_in_a_roadmap_git_ignores(claimed: Path) -> None:
+    (claimed / ".gitignore").write_text("ignored.txt\ntranscript.jsonl\nroadmaps/\n")
+    git(claimed, "rm", "-q", "--cached", "-r", "roadmaps")
+    git(claimed, "commit", "-q", "-am", "the roadmaps are the person's alone")
+    assert fire(claimed, fixture_payload(1, claimed)).returncode == 2  # checkpoint before 1.2
+    assert run_cli("roadmap", "done", "demo", "1.2").exit_code == 0
+    told = json.loads(run_cli("rollback", "demo", "1.2", "--yes", "--json").output)
+    assert told["reopened"] == ["1.2"]
+    roadmap = (claimed / "roadmaps" / "demo.md").read_text()
+    assert "- [x] **1.1**" in roadmap and "- [ ] **1.2**" in roadmap
+
+
 # -- the commands ------------------------------------------------------------------------------
 
 
