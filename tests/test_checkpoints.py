@@ -339,3 +339,16 @@ def test_rollback_on_a_terminal_asks_first(repo: Path, snapshot: SnapshotAsserti
     assert code == 0, output
     assert output == snapshot(name="accepted")
     assert (repo / "code.py").read_text() == "one\n"
+
+
+def test_rollback_on_a_terminal_names_the_sessions_that_claim_the_roadmap(
+    repo: Path, snapshot: SnapshotAssertion
+) -> None:
+    assert run_cli("sessions", "claim", "demo", "--session", "s-at-work").exit_code == 0
+    checkpoints.take(workspace(repo), "demo", "1.2", None, AT, os.environ)
+    code, output = on_terminal(repo, "n\n", "rollback", "demo", "1.2")
+    assert code == 1
+    assert output == snapshot
+    assert run_cli("stop", "demo").exit_code == 0  # a person stopped it: nothing more to say
+    code, output = on_terminal(repo, "n\n", "rollback", "demo", "1.2")
+    assert "claimed by session" not in output

@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from agentcfg import checkpoints
+from agentcfg import checkpoints, claims, controls
 from agentcfg.agents import agent_session, require_person
 from agentcfg.commands import emit_json, json_option, now, say, workspace
 from agentcfg.core import checkpoints as texts
@@ -61,7 +61,10 @@ def rollback(slug: str, step: str, yes: bool, as_json: bool) -> None:
             (c.changed for c in checkpoints.listed(ws, slug, os.environ) if c.ref == found.ref),
             None,
         )
-        for line in texts.plan(slug, step, found.ref, found.at, changed):
+        holders = [c.session_id for c in claims.all_claims(ws) if c.slug == slug]
+        if controls.read_stop(ws, slug) is not None:
+            holders = []  # a person stopped its runs already
+        for line in texts.plan(slug, step, found.ref, found.at, changed, holders):
             say(line, err=as_json)
         if not click.confirm("Roll back?", err=as_json):
             raise CheckpointError(f"nothing rolled back for `{slug}`")

@@ -30,15 +30,24 @@ def listing(slug: str, rows: Sequence[Row]) -> list[str]:
     return lines
 
 
-def plan(slug: str, step: str, ref: str, at: float, changed: int | None) -> list[str]:
-    """What `agentcfg rollback` is about to do, shown before it asks."""
+def plan(
+    slug: str, step: str, ref: str, at: float, changed: int | None, holders: Sequence[str] = ()
+) -> list[str]:
+    """What `agentcfg rollback` is about to do, shown before it asks; `holders`: the sessions
+    whose claims hold the roadmap (an agent may still be at work in the tree)."""
     since = "" if changed is None else f"; {plural(changed, 'file')} changed since"
-    return [
+    lines = [
         f"roll roadmap `{slug}` back to before step {step}: {ref}, taken {iso(at)}{since}",
         "  the branch and the working tree go back to it (ignored files stay as they are);",
         "  what is there now is kept first under refs/agentcfg/attempts/, and the steps closed "
         "since open again",
     ]
+    if holders:
+        lines.append(
+            f"  claimed by session {', '.join(holders)}: if an agent still works there, "
+            f"`agentcfg stop {slug}` first"
+        )
+    return lines
 
 
 def rolled_back(slug: str, step: str, ref: str, attempt: str, reopened: Sequence[str]) -> list[str]:
