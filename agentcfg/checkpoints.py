@@ -372,7 +372,9 @@ def rollback(
     """Bring the workspace back to the checkpoint before `step`, the current state kept first;
     the steps closed since open again, and every run's contract on the roadmap starts from the
     roadmap as restored (as `roadmap trust` does), so a receipt made before closes nothing."""
-    from agentcfg import claims, contract, loading, verify
+    from agentcfg import claims, loading
+    from agentcfg.contract import store as contract
+    from agentcfg.contract import verify
 
     slug = ws.canonical(slug)
     found = newest(ws, slug, step, env)

@@ -83,7 +83,8 @@ def rollback(slug: str, step: str, yes: bool, as_json: bool) -> None:
 def _step_id(ws: Workspace, slug: str, query: str) -> str:
     """The step's canonical id, found by any name the roadmap accepts for it; the query as it
     is when the roadmap no longer has such a step (its checkpoint may still be there)."""
-    from agentcfg import loading, verify
+    from agentcfg import loading
+    from agentcfg.contract import verify
     from agentcfg.errors import AgentcfgError
 
     try:
