@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Callable, Mapping
 
 from agentcfg import claims, loading, state
+from agentcfg.core.order import readiness, waits_line
 from agentcfg.core.roadmap import Roadmap, Step, scan
 from agentcfg.core.times import iso
 from agentcfg.errors import AgentcfgError, LeaseError, LeaseHeld, StepError
@@ -186,10 +187,17 @@ def check_leasable(roadmap: Roadmap, slug: str) -> None:
             )
 
 
-def candidates(roadmap: Roadmap, taken: set[str]) -> list[Step]:
-    """Open, unblocked steps no one else holds, in roadmap order (a started one first)."""
-    steps = [step for step in roadmap.steps if step.is_open and step.id not in taken]
+def candidates(roadmap: Roadmap, taken: set[str] | frozenset[str]) -> list[Step]:
+    """The ready steps (core/order.py) no one else holds, in roadmap order (a started one
+    first): a step waiting for another, by the roadmap's order or its `needs:`, is no one's."""
+    steps = [step for step in readiness(roadmap).ready if step.id not in taken]
     return sorted(steps, key=lambda step: not step.started)
+
+
+def held(ws: Workspace, slug: str, coordinate: str | None, now: float) -> frozenset[str]:
+    """The steps of the roadmap a member holds a live lease on."""
+    store = Store.open(ws.root, coordinate)
+    return frozenset(lease.step for lease in store.all(slug) if lease.live(now))
 
 
 def lease_step(
@@ -235,6 +243,13 @@ def lease_step(
         # else another member holds it, or won it a moment ago: try the next
     if wanted != AUTO:
         raise LeaseHeld(_held(store, slug, chosen[0]))
+    waiting = readiness(roadmap).waiting
+    if waiting and not chosen:
+        busy = frozenset(x.step for x in leases.values() if x.live(now))
+        raise LeaseHeld(
+            f"roadmap `{slug}` has no step ready that another member does not hold: "
+            f"{waits_line(waiting, busy)}"
+        )
     raise LeaseHeld(f"roadmap `{slug}` has no open step that another member does not hold")
 
 

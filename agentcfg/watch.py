@@ -77,6 +77,7 @@ class LedgerTail:
         self.tokens: dict[tuple[str, str], int] = {}
         self.resumes: dict[tuple[str, str], float] = {}  # the waits of `agentcfg run`
         self.fleet = Fleet()  # fleets on the workspace's roadmaps: members, leases, integrations
+        self.waits: dict[str, str] = {}  # a fleet member waiting for a step to be ready: on what
         # the report's own fold: a run's outcome is told in one place, for every view
         self.runs = Folder(keep=1)
 
@@ -112,9 +113,15 @@ class LedgerTail:
             return
         if not isinstance(event, dict):
             return
+        if event.get("event") == "waiting":
+            self.waits[str(event.get("member", "?"))] = waited(event)
+            return
         if event.get("event") in FLEET_EVENTS:
             self.fleet.add(str(event["event"]), event)
+            self.waits.pop(str(event.get("member", "?")), None)
             return
+        if event.get("event") == "fleet-end":
+            self.waits.clear()
         key = (event.get("run"), event.get("slug"))
         at = parse_iso(event.get("at"))
         if not all(isinstance(k, str) for k in key) or at is None:
@@ -262,8 +269,23 @@ def render(views: list[RunView], now: float, width: int | None = None) -> Table:
     return table
 
 
-def fleet_table(fleet: dict[str, Any] | None) -> Table | None:
-    """The fleets' members and who holds which step now; None when the ledger saw no fleet."""
+def waited(event: dict[str, Any]) -> str:
+    """A `waiting` event in a few words: `waiting: 1.2 waits for 1.1`."""
+    waits = event.get("waits")
+    parts = [
+        f"{step} waits for {', '.join(map(str, on))}"
+        for step, on in (waits.items() if isinstance(waits, dict) else ())
+        if isinstance(on, list)
+    ]
+    busy = event.get("in_progress")
+    if not parts and isinstance(busy, list):
+        parts = [f"{', '.join(map(str, busy))} in progress"]
+    return "waiting: " + ("; ".join(parts[:2]) + ("; ..." if len(parts) > 2 else "") or "-")
+
+
+def fleet_table(fleet: dict[str, Any] | None, waits: dict[str, str] | None = None) -> Table | None:
+    """The fleets' members and who holds which step now, or what a member waits for; None
+    when the ledger saw no fleet."""
     if not fleet:
         return None
     table = Table(
@@ -277,10 +299,14 @@ def fleet_table(fleet: dict[str, Any] | None) -> Table | None:
     holding: dict[str, list[str]] = {}
     for held in fleet["holding"]:
         holding.setdefault(held["member"], []).append(f"{held['slug']} {held['step']}")
-    for member, done in fleet["members"].items():
+    rows = dict(fleet["members"])
+    for member in sorted(waits or {}):  # a member that has waited from the start
+        rows.setdefault(member, {"leased": 0, "integrated": 0, "reopened": 0})
+    for member, done in rows.items():
+        now = ", ".join(holding.get(member, [])) or (waits or {}).get(member) or "-"
         table.add_row(
             Text(visible(member)), str(done["leased"]), str(done["integrated"]),
-            str(done["reopened"]), Text(visible(", ".join(holding.get(member, [])) or "-")),
+            str(done["reopened"]), Text(visible(now)),
         )  # fmt: skip
     return table
 
@@ -353,7 +379,7 @@ def follow(
 def _screen(
     views: list[RunView], ledger: LedgerTail, now: float, width: int | None = None
 ) -> RenderableType:
-    fleet = fleet_table(ledger.fleet.to_json())
+    fleet = fleet_table(ledger.fleet.to_json(), ledger.waits)
     runs = render(views, now, width)
     return runs if fleet is None else Group(runs, fleet)
 
