@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from agentcfg.core.records import Record
 from agentcfg.core.roadmap import Problem, Roadmap, Step
 
-SIDE_BY_SIDE_LIMIT = 2000  # past this many open steps, a roadmap is not simulated step by step
+SIDE_BY_SIDE_LIMIT = 500  # past this many open steps, a roadmap is not simulated step by step
 
 
 class Readiness(Record):
@@ -71,9 +71,17 @@ def side_by_side(roadmap: Roadmap) -> bool:
 
     While only one step is ready at a time, the order the steps are done in is forced, so
     doing each in turn finds every moment the roadmap has."""
-    current = roadmap
-    if sum(1 for step in roadmap.steps if step.is_open) > SIDE_BY_SIDE_LIMIT:
+    workable = [step for step in roadmap.steps if step.is_open]
+    if not any(step.needs or step.parallel for step in roadmap.steps):  # by the order alone
+        if roadmap.order == "steps":  # a step done makes the next one ready, no more
+            return len(readiness(roadmap).ready) > 1
+        if roadmap.order == "phases":
+            phases = [step.phase for step in workable]
+            return len(phases) > len(set(phases))
+        return len(workable) > 1
+    if len(workable) > SIDE_BY_SIDE_LIMIT:
         return True
+    current = roadmap
     while True:
         ready = readiness(current).ready
         if len(ready) > 1:
