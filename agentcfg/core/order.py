@@ -1,5 +1,8 @@
 """Which open steps are ready to start, and what each of the others waits for. Pure.
 
+The readiness itself is computed in core/roadmap.py, beside `scan`, which names the first
+ready step as the next one; this module adds what fleets, lint and the commands tell of it.
+
 A roadmap's order (`execution.fleet.order`) says what a step waits for:
 
 - `steps` (the default): the step before it. A step tagged `[P]` runs beside the step
@@ -17,53 +20,25 @@ step waits for it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
-from agentcfg.core.records import Record
-from agentcfg.core.roadmap import Problem, Roadmap, Step
+from agentcfg.core.roadmap import (
+    Problem,
+    Readiness,
+    Roadmap,
+    Step,
+    first_ready,
+    readiness,
+    step_names,
+    waits_of,
+)
+
+__all__ = [
+    "Readiness", "first_ready", "order_lines", "problems", "readiness", "side_by_side",
+    "waits_json", "waits_line",
+]  # fmt: skip
 
 SIDE_BY_SIDE_LIMIT = 500  # past this many open steps, a roadmap is not simulated step by step
-
-
-class Readiness(Record):
-    """The open, unblocked steps that are ready, and each other one with what it waits for."""
-
-    ready: tuple[Step, ...]  # in roadmap order
-    waiting: tuple[tuple[Step, tuple[Step, ...]], ...]  # (step, the open steps it waits for)
-
-    def waits_for(self, step_id: str) -> tuple[Step, ...]:
-        return next((on for step, on in self.waiting if step.id == step_id), ())
-
-
-def names(roadmap: Roadmap) -> dict[str, Step]:
-    """Each step by its id and by its label, case folded."""
-    found: dict[str, Step] = {}
-    for step in roadmap.steps:
-        found.setdefault(step.id.casefold(), step)
-        if step.label:
-            found.setdefault(step.label.casefold(), step)
-    return found
-
-
-def readiness(roadmap: Roadmap) -> Readiness:
-    """Every open, unblocked step either ready or waiting, with the open steps it waits for."""
-    waits = _waits(roadmap, lambda step: step.mark == "open")
-    ready: list[Step] = []
-    waiting: list[tuple[Step, tuple[Step, ...]]] = []
-    for step in roadmap.steps:
-        if step.is_open:
-            on = waits.get(step.id, ())
-            if on:
-                waiting.append((step, on))
-            else:
-                ready.append(step)
-    return Readiness(tuple(ready), tuple(waiting))
-
-
-def first_ready(roadmap: Roadmap) -> Step | None:
-    """The step one agent takes next: a started ready step, else the first ready one."""
-    ready = readiness(roadmap).ready
-    return next((step for step in ready if step.started), next(iter(ready), None))
 
 
 def side_by_side(roadmap: Roadmap) -> bool:
@@ -98,7 +73,7 @@ def problems(roadmap: Roadmap) -> list[Problem]:
     """`needs:` naming no step or the step itself, and steps that wait for each other (by
     `needs:` and the order together), whatever is done: none of those could ever start."""
     found: list[Problem] = []
-    known = names(roadmap)
+    known = step_names(roadmap)
     for step in roadmap.steps:
         for name in step.needs:
             other = known.get(name.casefold())
@@ -108,7 +83,7 @@ def problems(roadmap: Roadmap) -> list[Problem]:
                 )))  # fmt: skip
             elif other.id == step.id:
                 found.append(Problem(step.line, "error", f"step `{step.name}` needs itself"))
-    waits = _waits(roadmap, lambda step: step.mark in ("open", "done"))
+    waits = waits_of(roadmap, lambda step: step.mark in ("open", "done"))
     for cycle in _cycles(roadmap.steps, waits):
         shown = ", ".join(f"`{step.name}`" for step in cycle[:8])
         more = f" and {len(cycle) - 8} more" if len(cycle) > 8 else ""
@@ -157,59 +132,6 @@ def order_lines(roadmap: Roadmap, held: frozenset[str] = frozenset()) -> list[st
 def waits_json(waiting: Iterable[tuple[Step, tuple[Step, ...]]]) -> dict[str, list[str]]:
     """What each waiting step waits for, by id, as the ledger and `--json` keep it."""
     return {step.id: [other.id for other in on] for step, on in waiting}
-
-
-def _waits(roadmap: Roadmap, pending: Callable[[Step], bool]) -> dict[str, tuple[Step, ...]]:
-    """What each step waits for: the steps `pending` holds to be not yet done among those its
-    `needs:` names, else among those the order puts before it."""
-    known = names(roadmap) if any(step.needs for step in roadmap.steps) else {}
-    flow = [s for s in roadmap.steps if s.mark in ("open", "done") and not s.blocked]
-    implicit = _implicit(roadmap, flow, pending)
-    waits: dict[str, tuple[Step, ...]] = {}
-    for step in roadmap.steps:
-        if step.needs:
-            named = (known.get(name.casefold()) for name in step.needs)
-            on = _unique(s for s in named if s is not None and s.id != step.id and pending(s))
-        else:
-            on = implicit.get(step.id, ())
-        if on:
-            waits[step.id] = on
-    return waits
-
-
-def _implicit(
-    roadmap: Roadmap, flow: list[Step], pending: Callable[[Step], bool]
-) -> dict[str, tuple[Step, ...]]:
-    implicit: dict[str, tuple[Step, ...]] = {}
-    if roadmap.order == "steps":
-        group: list[Step] = []
-        before: tuple[Step, ...] = ()
-        for step in flow:
-            if not (step.parallel and group):  # a new group: it waits for the one before
-                before = tuple(s for s in group if pending(s))
-                group = []
-            group.append(step)
-            implicit[step.id] = before
-    elif roadmap.order == "phases":
-        earlier: list[Step] = []  # the pending steps of the phases before this one
-        this: list[Step] = []
-        phase: str | None = None
-        before = ()
-        for step in flow:
-            if step.phase != phase:
-                earlier += this
-                this, phase, before = [], step.phase, tuple(earlier)
-            if pending(step):
-                this.append(step)
-            implicit[step.id] = before
-    return implicit
-
-
-def _unique(steps: Iterable[Step]) -> tuple[Step, ...]:
-    seen: dict[str, Step] = {}
-    for step in steps:
-        seen.setdefault(step.id, step)
-    return tuple(seen.values())
 
 
 def _cycles(steps: tuple[Step, ...], waits: dict[str, tuple[Step, ...]]) -> list[list[Step]]:

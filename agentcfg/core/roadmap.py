@@ -1,4 +1,5 @@
-"""Parse a roadmap (frontmatter mode, phases, steps) and scan it for open work.
+"""Parse a roadmap (frontmatter mode, phases, steps), scan it for open work and say which
+open steps are ready in its order.
 
 Pure: text in, frozen records out. markdown-it and ruamel.yaml load lazily so that a
 caller holding a cached parse never pays for them. Every scan here is linear in its input:
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from agentcfg.core.records import Record
 
@@ -189,10 +190,105 @@ def scan(roadmap: Roadmap) -> Scan:
     if upcoming is not None and any(step.needs for step in roadmap.steps):
         # with no `needs:`, the first open step is ready in every order: nothing comes
         # before it that is still open and not blocked
-        from agentcfg.core.order import first_ready
-
         upcoming = first_ready(roadmap) or upcoming  # waiting for each other: in order
     return Scan(_counts(total), upcoming, per_phase)
+
+
+# --- readiness: which open steps may start, by the roadmap's order (see core/order.py) ----
+
+
+class Readiness(Record):
+    """The open, unblocked steps that are ready, and each other one with what it waits for."""
+
+    ready: tuple[Step, ...]  # in roadmap order
+    waiting: tuple[tuple[Step, tuple[Step, ...]], ...]  # (step, the open steps it waits for)
+
+    def waits_for(self, step_id: str) -> tuple[Step, ...]:
+        return next((on for step, on in self.waiting if step.id == step_id), ())
+
+
+def step_names(roadmap: Roadmap) -> dict[str, Step]:
+    """Each step by its id and by its label, case folded."""
+    found: dict[str, Step] = {}
+    for step in roadmap.steps:
+        found.setdefault(step.id.casefold(), step)
+        if step.label:
+            found.setdefault(step.label.casefold(), step)
+    return found
+
+
+def readiness(roadmap: Roadmap) -> Readiness:
+    """Every open, unblocked step either ready or waiting, with the open steps it waits for."""
+    waits = waits_of(roadmap, lambda step: step.mark == "open")
+    ready: list[Step] = []
+    waiting: list[tuple[Step, tuple[Step, ...]]] = []
+    for step in roadmap.steps:
+        if step.is_open:
+            on = waits.get(step.id, ())
+            if on:
+                waiting.append((step, on))
+            else:
+                ready.append(step)
+    return Readiness(tuple(ready), tuple(waiting))
+
+
+def first_ready(roadmap: Roadmap) -> Step | None:
+    """The step one agent takes next: a started ready step, else the first ready one."""
+    ready = readiness(roadmap).ready
+    return next((step for step in ready if step.started), next(iter(ready), None))
+
+
+def waits_of(roadmap: Roadmap, pending: Callable[[Step], bool]) -> dict[str, tuple[Step, ...]]:
+    """What each step waits for: the steps `pending` holds to be not yet done among those its
+    `needs:` names, else among those the order puts before it."""
+    known = step_names(roadmap) if any(step.needs for step in roadmap.steps) else {}
+    flow = [s for s in roadmap.steps if s.mark in ("open", "done") and not s.blocked]
+    implicit = _implicit(roadmap, flow, pending)
+    waits: dict[str, tuple[Step, ...]] = {}
+    for step in roadmap.steps:
+        if step.needs:
+            named = (known.get(name.casefold()) for name in step.needs)
+            on = _unique(s for s in named if s is not None and s.id != step.id and pending(s))
+        else:
+            on = implicit.get(step.id, ())
+        if on:
+            waits[step.id] = on
+    return waits
+
+
+def _implicit(
+    roadmap: Roadmap, flow: list[Step], pending: Callable[[Step], bool]
+) -> dict[str, tuple[Step, ...]]:
+    implicit: dict[str, tuple[Step, ...]] = {}
+    if roadmap.order == "steps":
+        group: list[Step] = []
+        before: tuple[Step, ...] = ()
+        for step in flow:
+            if not (step.parallel and group):  # a new group: it waits for the one before
+                before = tuple(s for s in group if pending(s))
+                group = []
+            group.append(step)
+            implicit[step.id] = before
+    elif roadmap.order == "phases":
+        earlier: list[Step] = []  # the pending steps of the phases before this one
+        this: list[Step] = []
+        phase: str | None = None
+        before = ()
+        for step in flow:
+            if step.phase != phase:
+                earlier += this
+                this, phase, before = [], step.phase, tuple(earlier)
+            if pending(step):
+                this.append(step)
+            implicit[step.id] = before
+    return implicit
+
+
+def _unique(steps: Iterable[Step]) -> tuple[Step, ...]:
+    seen: dict[str, Step] = {}
+    for step in steps:
+        seen.setdefault(step.id, step)
+    return tuple(seen.values())
 
 
 def _counts(tally: Counter[str]) -> Counts:
