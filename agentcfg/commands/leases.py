@@ -10,7 +10,7 @@ from agentcfg import loading
 from agentcfg.commands import emit_json, json_option, now, say, workspace
 from agentcfg.core.order import order_lines
 from agentcfg.core.times import iso
-from agentcfg.leases import Lease, Store
+from agentcfg.fleet.leases import Lease, Store
 
 coordinate_option = click.option(
     "--coordinate", metavar="REMOTE", help="Read the leases on this git remote (default: here)."

@@ -6,14 +6,15 @@ import uuid
 from collections.abc import Callable, Mapping
 
 from agentcfg import claims, loading, state
+from agentcfg.contract.verify import find_step
 from agentcfg.core.order import readiness, waits_line
 from agentcfg.core.roadmap import Roadmap, Step, scan
 from agentcfg.core.times import iso
 from agentcfg.errors import AgentcfgError, LeaseError, LeaseHeld, StepError
-from agentcfg.leases import TTL, Lease, Store, machine_name, name_ok
-from agentcfg.membership import Membership, forget, read_membership, remember
+from agentcfg.fleet.leases import TTL, Lease, Store, machine_name, name_ok
+from agentcfg.fleet.membership import Membership, forget, read_membership, remember
+from agentcfg.fleet.model import candidates
 from agentcfg.paths import LOCKS
-from agentcfg.verify import find_step
 from agentcfg.workspace import Workspace
 
 AUTO = "auto"
@@ -185,13 +186,6 @@ def check_leasable(roadmap: Roadmap, slug: str) -> None:
                 f"step {step.name} of `{slug}` cannot be leased: a fleet's step ids are ASCII "
                 "letters, digits, '.', '_' and '-' (number the step, e.g. **1.1**)"
             )
-
-
-def candidates(roadmap: Roadmap, taken: set[str] | frozenset[str]) -> list[Step]:
-    """The ready steps (core/order.py) no one else holds, in roadmap order (a started one
-    first): a step waiting for another, by the roadmap's order or its `needs:`, is no one's."""
-    steps = [step for step in readiness(roadmap).ready if step.id not in taken]
-    return sorted(steps, key=lambda step: not step.started)
 
 
 def held(ws: Workspace, slug: str, coordinate: str | None, now: float) -> frozenset[str]:
