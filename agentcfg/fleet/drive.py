@@ -1,10 +1,11 @@
 """`agentcfg run --agents N`: a fleet of members on one roadmap, each in a git worktree of its own.
 
 The fleet's branch (the branch checked out where the command runs, or `--into`) is the truth.
-Each member loops: bring its worktree to the fleet's branch, lease the first step open to the
-fleet, let the host work that one step to its proof, commit, and integrate into the fleet's
-branch (one integration at a time, under a lock); then give the lease back and go again. A
-failed integration reopens the step and keeps the member's branch for a person.
+Each member loops: bring its worktree to the fleet's branch, lease the first step ready in the
+roadmap's order (waiting, and saying on what, while none is), let the host work that one step
+to its proof, commit, and integrate into the fleet's branch (one integration at a time, under
+a lock); then give the lease back and go again. A failed integration reopens the step and
+keeps the member's branch for a person.
 """
 
 from __future__ import annotations

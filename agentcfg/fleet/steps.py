@@ -1,4 +1,5 @@
-"""A fleet member's step: the one it leases, chosen in roadmap order among those no one holds."""
+"""A fleet member's step: the one it leases, the first ready in the roadmap's order that no one
+holds."""
 
 from __future__ import annotations
 
@@ -206,7 +207,7 @@ def lease_step(
     ttl: float = TTL,
     exclude: frozenset[str] = frozenset(),
 ) -> tuple[Lease, Lease | None]:
-    """Lease `wanted` (a step's id or label) or, with `auto`, the first step open to the fleet;
+    """Lease `wanted` (a step's id or label) or, with `auto`, the first step ready for the fleet;
     with it, the expired lease of another holder it took over, if any.
 
     A member holds one step at a time: one it already holds live on this roadmap is renewed
