@@ -4,6 +4,7 @@ branch and proven there, no step held by two members at once, a dead member's st
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
@@ -12,7 +13,9 @@ from typing import Any
 
 import pytest
 
-from agentcfg import fleet, fleet_run, loading, trust
+from agentcfg import driver, fleet, fleet_run, loading, trust
+from agentcfg.core import report
+from agentcfg.core.unattended import Progress
 from agentcfg.errors import AgentcfgError
 from agentcfg.fleet_run import Fleet, member_loop, plan, prepare_members
 from agentcfg.leases import Lease, Store
@@ -402,3 +405,38 @@ def test_a_step_id_no_lease_can_name_ends_a_member_instead_of_waiting_forever(
     with pytest.raises(AgentcfgError, match=r"step \uff11\.\uff11 of `demo` cannot be leased"):
         member_loop(the_fleet, one, 1, agent(env, []), env, timeout=30, sleep=waits.append)
     assert waits == []
+
+
+def test_a_member_records_what_each_run_of_its_host_cost_in_the_fleets_ledger(
+    repo: tuple[Path, dict[str, str]],
+) -> None:
+    """The member's own ledger goes with its worktree: each run of its host on a leased step is
+    told in the fleet's ledger (`member-run`), and the report reads each member's part there."""
+    root, _ = repo
+    env = dict(os.environ)  # the person who starts the fleet, whose trust its members carry
+    main = Workspace(root)
+    trust.record(main, "demo", loading.load(main, "demo").steps, env, 0.0)
+    the_fleet = plan(root, "demo", "claude", None, None, 60)
+    (member,) = prepare_members(the_fleet, 1, env)
+    row = {"engagements": 2, "tokens": {"total": 500}, "timeline": {"waits": [{}]},
+           "wall_seconds": 30.5}  # fmt: skip
+
+    def drive(tree: Workspace, step: str) -> driver.Result:
+        (tree.root / f"s{step.split('.')[1]}.txt").write_text(step)
+        assert done(tree, "demo", step, env).marked
+        return driver.Result("complete", 0, "demo", "claude", f"s-{step}", Progress(), 1, row)
+
+    assert fleet_run.run_member(member, root, "demo", "claude", 1, None, None, 60, drive) == 0
+    runs = [e for e in ledger(main) if e["event"] == "member-run"]
+    assert [e["step"] for e in runs] == [f"1.{n}" for n in range(1, STEPS + 1)]
+    assert {
+        (e["member"], e["ending"], e["engagements"], e["waits"], e["seconds"]) for e in runs
+    } == {(1, "complete", 2, 1, 30.5)}
+    lines = (main.state / "run-continuation.jsonl").read_text().splitlines()
+    (told,) = report.build(lines).to_json()["fleet"]["fleets"]
+    assert told["member_seconds"] == 30.5 * STEPS
+    assert told["members"]["1"] == {
+        "steps": STEPS, "leased": STEPS, "reopened": 0, "takeovers": 0, "waits": STEPS,
+        "runs": STEPS, "engagements": 2 * STEPS, "tokens": 500 * STEPS, "tokens_unknown": 0,
+        "seconds": 30.5 * STEPS,
+    }  # fmt: skip
