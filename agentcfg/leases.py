@@ -129,6 +129,18 @@ def _parse_heads(out: str, ref: str, under: bool) -> dict[str, str]:
     return heads
 
 
+def _recorded(commit: str, ref: str) -> Lease | None:
+    """The lease a commit's text records in its message; None when unreadable, or when it is
+    not `ref`'s own."""
+    _, _, message = commit.partition("\n\n")
+    try:
+        data = json.loads(message[:RECORD_LIMIT])
+    except ValueError:
+        return None
+    lease = lease_from_json(data)
+    return lease if lease is not None and ref == f"{PREFIX}/{lease.slug}/{lease.step}" else None
+
+
 def machine_name() -> str:
     return socket.gethostname() or "unknown"
 
@@ -141,6 +153,7 @@ class Store:
             raise LeaseError(f"{coordinate!r} cannot name a git remote: it is never passed to git")
         self.repo = repo
         self.coordinate = coordinate
+        self._empty: str | None = None
 
     @classmethod
     def open(cls, repo: Path, coordinate: str | None = None) -> Store:
@@ -167,7 +180,7 @@ class Store:
         """Every lease record under `slug` (or every slug), released ones included."""
         pattern = PREFIX if slug is None else ref_of(slug, "x").rpartition("/")[0]
         heads = self._heads(pattern, under=True)
-        leases = [self._lease(commit, ref) for ref, commit in heads.items()]
+        leases = self._leases(heads)
         return sorted(
             (lease for lease in leases if lease is not None), key=lambda x: (x.slug, x.step)
         )
@@ -199,13 +212,37 @@ class Store:
         result = self._git("cat-file", "commit", commit, check=False)
         if result.returncode != 0:
             return None
-        _, _, message = result.stdout.partition("\n\n")
+        return _recorded(result.stdout, ref)
+
+    def _leases(self, heads: dict[str, str]) -> list[Lease | None]:
+        """The lease each ref's commit records, as `_lease` reads one, read by one git process
+        for them all: a fleet's members list every lease of the roadmap before each take."""
+        if not heads:
+            return []
+        listing = "".join(f"{commit}\n" for commit in heads.values()).encode()
         try:
-            data = json.loads(message[:RECORD_LIMIT])
-        except ValueError:
-            return None
-        lease = lease_from_json(data)
-        return lease if lease is not None and ref == f"{PREFIX}/{lease.slug}/{lease.step}" else None
+            out = subprocess.run(
+                ["git", "-C", str(self.repo), "cat-file", "--batch"],
+                input=listing, capture_output=True, env={**os.environ, **GIT_ENV},
+                timeout=GIT_TIMEOUT, check=True,
+            ).stdout  # fmt: skip
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise LeaseError(f"git cat-file failed: {exc}") from None
+        found: list[Lease | None] = []
+        at = 0
+        for ref in heads:
+            end = out.find(b"\n", at)
+            header = out[at:end].split() if end >= 0 else []
+            if len(header) != 3 or not header[2].isdigit():  # missing, or not what git says
+                found.append(None)
+                at = end + 1 if end >= 0 else len(out)
+                continue
+            size = int(header[2])
+            body = out[end + 1 : end + 1 + size]
+            at = end + 1 + size + 1  # the object, then its newline
+            text = body.decode("utf-8", "replace")
+            found.append(_recorded(text, ref) if header[1] == b"commit" else None)
+        return found
 
     # --- writing
 
@@ -263,7 +300,9 @@ class Store:
 
     def _swap(self, ref: str, old: str | None, lease: Lease) -> bool:
         message = json.dumps(lease.to_json(), sort_keys=True)
-        empty = self._git("hash-object", "-t", "tree", "-w", "--stdin", stdin="").stdout.strip()
+        if self._empty is None:  # the empty tree every record points at, written once a store
+            self._empty = self._git("hash-object", "-t", "tree", "-w", "--stdin", stdin="").stdout
+        empty = self._empty.strip()
         parents = ("-p", old) if old else ()
         new = self._git("commit-tree", empty, *parents, "-m", message).stdout.strip()
         if self.coordinate is None:
