@@ -95,6 +95,7 @@ def fleet_runs(folder: Path, say: Any = print) -> list[dict[str, Any]]:
         for agents in MEMBERS:
             root = folder / f"fleet-{agents}-{'remote' if remote else 'local'}"
             coordinate = simfleet.make_project(root, STEPS, os.environ, remote)
+            load = os.getloadavg()[0]
             cpu = os.times()
             outcome = simfleet.run(root, agents, STEP_SECONDS, os.environ, coordinate)
             after = os.times()
@@ -116,11 +117,13 @@ def fleet_runs(folder: Path, say: Any = print) -> list[dict[str, Any]]:
                 # work could be held back by a busy machine rather than by the fleet itself
                 "cpu_s": (after.children_user + after.children_system)
                 - (cpu.children_user + cpu.children_system),
+                "load": load,  # the machine's, as the fleet starts: others' work slows it too
             }
             say(
                 f"fleet of {agents}, {label}: {row['wall_s']:.1f} s wall "
                 f"(work alone {row['ideal_s']:.1f} s), own {row['own_per_step_s']:.2f} s a step, "
-                f"cpu {row['cpu_s']:.1f} s, steps per member {row['steps_per_member']}"
+                f"cpu {row['cpu_s']:.1f} s, steps per member {row['steps_per_member']}, "
+                f"load {load:.1f}"
             )
             rows.append(row)
     return rows
@@ -161,7 +164,7 @@ def section(folder: Path, runs: int) -> dict[str, Any]:
     for name, r in cases.items():
         print(f"{name:<52} {r['median_ms']:>7.1f}ms {r['p25_ms']:>6.1f}-{r['p75_ms']:<6.1f}ms")
     print(f"\nfleets of 1, 2 and 4 on {STEPS} steps of {STEP_SECONDS:g} s (one run each, "
-          f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} as they start):")  # fmt: skip
+          f"{os.cpu_count()} cores; the load is the machine's as each starts):")  # fmt: skip
     rows = fleet_runs(folder)
     found = checks(rows)
     for check in found:
