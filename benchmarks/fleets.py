@@ -122,7 +122,8 @@ def fleet_runs(folder: Path, say: Any = print) -> list[dict[str, Any]]:
             say(
                 f"fleet of {agents}, {label}: {row['wall_s']:.1f} s wall "
                 f"(work alone {row['ideal_s']:.1f} s), own {row['own_per_step_s']:.2f} s a step, "
-                f"cpu {row['cpu_s']:.1f} s, steps per member {row['steps_per_member']}, "
+                f"cpu {row['cpu_s']:.1f} s ({row['cpu_s'] / STEPS:.2f} s a step), "
+                f"steps per member {row['steps_per_member']}, "
                 f"load {load:.1f}"
             )
             rows.append(row)
