@@ -173,14 +173,18 @@ class Store:
     def read(self, slug: str, step: str) -> tuple[str | None, Lease | None]:
         """The lease ref's commit (None: never leased) and the lease it records."""
         ref = ref_of(slug, step)
+        if self.coordinate is None:
+            return self._local(ref, under=False).get(ref, (None, None))
         commit = self._heads(ref).get(ref)
         return commit, None if commit is None else self._lease(commit, ref)
 
     def all(self, slug: str | None = None) -> list[Lease]:
         """Every lease record under `slug` (or every slug), released ones included."""
         pattern = PREFIX if slug is None else ref_of(slug, "x").rpartition("/")[0]
-        heads = self._heads(pattern, under=True)
-        leases = self._leases(heads)
+        if self.coordinate is None:
+            leases = [lease for _, lease in self._local(pattern, under=True).values()]
+        else:
+            leases = self._leases(self._heads(pattern, under=True))
         return sorted(
             (lease for lease in leases if lease is not None), key=lambda x: (x.slug, x.step)
         )
@@ -220,14 +224,7 @@ class Store:
         if not heads:
             return []
         listing = "".join(f"{commit}\n" for commit in heads.values()).encode()
-        try:
-            out = subprocess.run(
-                ["git", "-C", str(self.repo), "cat-file", "--batch"],
-                input=listing, capture_output=True, env={**os.environ, **GIT_ENV},
-                timeout=GIT_TIMEOUT, check=True,
-            ).stdout  # fmt: skip
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise LeaseError(f"git cat-file failed: {exc}") from None
+        out = self._bytes("cat-file", "--batch", stdin=listing)
         found: list[Lease | None] = []
         at = 0
         for ref in heads:
@@ -243,6 +240,38 @@ class Store:
             text = body.decode("utf-8", "replace")
             found.append(_recorded(text, ref) if header[1] == b"commit" else None)
         return found
+
+    def _local(self, ref: str, under: bool) -> dict[str, tuple[str, Lease | None]]:
+        """This repository's refs at `ref` (or below it): each one's commit and the lease it
+        records, the records read with the refs by one git process."""
+        out = self._bytes(
+            "for-each-ref", "--format=%(objectname) %(objecttype) %(refname)%00%(contents)%00", ref
+        )
+        found: dict[str, tuple[str, Lease | None]] = {}
+        parts = out.split(b"\0")  # no commit message holds a NUL: git refuses one
+        for header, contents in zip(parts[0::2], parts[1::2], strict=False):  # and a last "\n"
+            fields = header.strip().decode("utf-8", "replace").split(" ")
+            if len(fields) != 3:
+                continue
+            commit, kind, name = fields
+            if name == ref or (under and name.startswith(ref + "/")):
+                text = "\n\n" + contents.decode("utf-8", "replace")  # as a commit's message
+                found[name] = (commit, _recorded(text, name) if kind == "commit" else None)
+        return found
+
+    def _bytes(self, *args: str, stdin: bytes | None = None) -> bytes:
+        """What a git command prints, as bytes: a record written by hand need not be UTF-8."""
+        try:
+            result = subprocess.run(
+                ["git", "-C", str(self.repo), *args], input=stdin, capture_output=True,
+                env={**os.environ, **GIT_ENV}, timeout=GIT_TIMEOUT,
+            )  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise LeaseError(f"git {args[0]} failed: {exc}") from None
+        if result.returncode != 0:
+            why = result.stderr.decode("utf-8", "replace").strip().splitlines() or ["no message"]
+            raise LeaseError(f"git {args[0]} failed: {why[-1]}")
+        return result.stdout
 
     # --- writing
 
