@@ -205,11 +205,17 @@ class Store:
                     self.coordinate,
                     *heads,
                 )
-            if all(
-                self._git("cat-file", "-e", c, check=False).returncode == 0 for c in heads.values()
-            ):
+            if self._present(list(heads.values())):
                 return heads
         raise LeaseError(f"the leases on {self.coordinate} kept moving while being read")
+
+    def _present(self, commits: list[str]) -> bool:
+        """Whether every one of `commits` is here now, asked of one git process."""
+        if not commits:
+            return True
+        listing = "".join(f"{commit}\n" for commit in commits).encode()
+        told = self._bytes("cat-file", "--batch-check", stdin=listing).splitlines()
+        return len(told) == len(commits) and not any(line.endswith(b" missing") for line in told)
 
     def _lease(self, commit: str, ref: str) -> Lease | None:
         """The lease `commit` records; None when unreadable, or when it is not `ref`'s own."""
