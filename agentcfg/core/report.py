@@ -244,6 +244,7 @@ class Run:
 LEASE_EVENTS = frozenset({"leased", "lease-expired", "lease-lost", "integrated", "reopened"})
 FLEET_EVENTS = LEASE_EVENTS | {"fleet-start", "fleet-end", "member-run", "waiting"}
 FLEETS_KEPT = 20  # fleets listed, the newest
+MEMBERS_KEPT = 256  # members told of one fleet
 SECONDS_LIMIT = 10.0**9  # past this, a member run's time on a ledger line is forged
 
 
@@ -372,6 +373,8 @@ class Fleet:
             current = FleetRun(slug, at, at, agents if _count(agents) else None)
             self.runs.append(current)
             self.going[slug] = current
+            if len(self.going) > FLEETS_KEPT:  # only the fleets still listed go on
+                self.going = {s: f for s, f in self.going.items() if any(f is r for r in self.runs)}
         current.last = max(current.last, at)
         if name == "fleet-end":
             ending = event.get("ending")
@@ -380,6 +383,8 @@ class Fleet:
             return
         if name == "fleet-start" or "member" not in event:
             return
+        if member not in current.members and len(current.members) >= MEMBERS_KEPT:
+            return  # no fleet has that many members: a forged ledger's
         part = current.members.setdefault(member, Member())
         if name == "member-run":
             part.run(event)

@@ -9,6 +9,7 @@ from xml.etree import ElementTree
 
 from syrupy.assertion import SnapshotAssertion
 
+from agentcfg.core import report as reports
 from tests.conftest import run_cli
 
 EVENTS = [
@@ -164,3 +165,24 @@ def test_the_page_shows_each_fleets_members(ws: Path, tmp_path: Path) -> None:
         ["3", "0", "1", "-", "1", "0", "0", "-"],
     ]
     assert "no end recorded" in text
+
+
+def test_the_fleets_told_are_the_newest_and_their_members_bounded() -> None:
+    """A ledger of many fleets lists the newest only; a fleet with more members than any has
+    tells the first of them: memory stays bounded whatever the ledger holds."""
+    lines = []
+    for n in range(reports.FLEETS_KEPT + 5):
+        lines.append({"event": "fleet-start", "slug": f"r{n}", "agents": 1})
+        lines.append({"event": "leased", "slug": f"r{n}", "step": "1.1", "member": 1})
+    lines += [
+        {"event": "leased", "slug": "big", "step": f"1.{m}", "member": m}
+        for m in range(reports.MEMBERS_KEPT + 3)
+    ]
+    built = reports.build(
+        json.dumps({**line, "at": "2026-12-01T10:00:00Z", "run": None}) for line in lines
+    )
+    fleets = built.to_json()["fleet"]["fleets"]
+    assert len(fleets) == reports.FLEETS_KEPT
+    assert [f["slug"] for f in fleets[-2:]] == [f"r{reports.FLEETS_KEPT + 4}", "big"]
+    assert len(fleets[-1]["members"]) == reports.MEMBERS_KEPT
+    assert len(built.fleet.going) <= reports.FLEETS_KEPT + 1
