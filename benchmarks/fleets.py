@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agentcfg import fleet_run
-from agentcfg.integrate import integrate
-from agentcfg.leases import TTL, Store
-from agentcfg.verify import done
+from agentcfg.contract.verify import done
+from agentcfg.fleet import drive as fleet_run
+from agentcfg.fleet.integrate import integrate
+from agentcfg.fleet.leases import TTL, Store
 from testing import simfleet
 
 STEPS = 12

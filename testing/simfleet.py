@@ -19,10 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentcfg import fleet, fleet_run, loading, state, trust
-from agentcfg.fleet_run import Fleet
-from agentcfg.leases import TTL, Lease
-from agentcfg.verify import done
+from agentcfg import loading, state
+from agentcfg.contract import trust
+from agentcfg.contract.verify import done
+from agentcfg.fleet import drive as fleet_run
+from agentcfg.fleet import steps as fleet
+from agentcfg.fleet.drive import Fleet
+from agentcfg.fleet.leases import TTL, Lease
 from agentcfg.workspace import Workspace
 
 SLUG = "sim"
