@@ -9,7 +9,9 @@ machine can only worsen. The package's bytecode is compiled first, as an install
 Prints a table and the ratios, and writes benchmarks/results.json.
 
 BENCH_RUNS sets the runs per case; BENCH_ONLY=ratios measures only the cases the ratios need,
-BENCH_ONLY=store only the hook on the largest contract and receipts the store holds.
+BENCH_ONLY=store only the hook on the largest contract and receipts the store holds,
+BENCH_ONLY=fleet only the fleet section (benchmarks/fleets.py: leases, an integration, fleets of
+1, 2 and 4 members; about eight minutes with its 10 s steps, BENCH_FLEET_STEP sets their length).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import fleets
+
 import agentcfg
 from agentcfg import claims, loading, state
 from agentcfg.contract import seal
@@ -41,6 +45,7 @@ from agentcfg.workspace import Workspace
 RUNS = int(os.environ.get("BENCH_RUNS", "15"))
 ONLY_RATIOS = os.environ.get("BENCH_ONLY") == "ratios"
 ONLY_STORE = os.environ.get("BENCH_ONLY") == "store"
+ONLY_FLEET = os.environ.get("BENCH_ONLY") == "fleet"
 STORE_STEPS = 50_000  # the roadmap whose run's contract and receipts are measured
 HERE = Path(__file__).resolve().parent
 PYTHON = sys.executable
@@ -311,6 +316,9 @@ def main() -> int:
             results.update(store_cases(bench, hook, small))
             report(results, {})
             return 0
+        if ONLY_FLEET:
+            report({}, {}, fleets.section(root, RUNS))
+            return 0
         bench.claim("r200")
         results.update(
             in_turns(
@@ -381,7 +389,8 @@ def main() -> int:
             [SCRIPT, "report", "--json"], env=bench.env, runs=max(3, RUNS // 5)
         )
         results.update(store_cases(bench, hook, small))
-    report(results, rounds)
+        fleet = fleets.section(root, RUNS)
+    report(results, rounds, fleet)
     return 0
 
 
@@ -522,7 +531,16 @@ def ledger_lines(path: Path, count: int) -> None:
             )
 
 
-def report(results: dict[str, dict[str, float]], rounds: dict[str, list[float]]) -> None:
+def report(
+    results: dict[str, dict[str, float]],
+    rounds: dict[str, list[float]],
+    fleet: dict[str, object] | None = None,
+) -> None:
+    """The table, the checks and the ratios (the fleet section printed itself as it ran), all
+    written to results.json."""
+    if ONLY_FLEET:
+        write({"fleet": fleet})
+        return
     base = results["python -c pass"]["median_ms"]
     rows = []
     print(
@@ -546,21 +564,19 @@ def report(results: dict[str, dict[str, float]], rounds: dict[str, list[float]])
     pairs = [] if ONLY_STORE else ratios(rounds)
     for pair in pairs:
         print(pair["text"])
-    (HERE / "results.json").write_text(
-        json.dumps(
-            {
-                "python": platform.python_version(),
-                "machine": platform.machine(),
-                "cpus": os.cpu_count(),
-                "runs": RUNS,
-                "cases": rows,
-                "checks": checks,
-                "ratios": pairs,
-            },
-            indent=2,
-        )
-        + "\n"
-    )
+    write({"cases": rows, "checks": checks, "ratios": pairs, "fleet": fleet})
+
+
+def write(figures: dict[str, object]) -> None:
+    data = {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "git": fleets.git_version(),
+        "runs": RUNS,
+        **figures,
+    }
+    (HERE / "results.json").write_text(json.dumps(data, indent=2) + "\n")
     print(f"written to {HERE / 'results.json'}")
 
 

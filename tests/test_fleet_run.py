@@ -4,6 +4,7 @@ branch and proven there, no step held by two members at once, a dead member's st
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
@@ -15,12 +16,15 @@ import pytest
 from agentcfg import loading
 from agentcfg.contract import trust
 from agentcfg.contract.verify import done, take_baseline
+from agentcfg.core import report
 from agentcfg.core.roadmap import parse_roadmap
 from agentcfg.errors import AgentcfgError
 from agentcfg.fleet import drive as fleet_run
 from agentcfg.fleet import steps as fleet
 from agentcfg.fleet.drive import Fleet, member_loop, plan, prepare_members
 from agentcfg.fleet.leases import Lease, Store
+from agentcfg.run import driver
+from agentcfg.run.model import Progress
 from agentcfg.workspace import Workspace
 from tests.test_leases import git
 
@@ -492,3 +496,38 @@ def test_run_agents_says_before_it_starts_when_the_steps_go_one_at_a_time(
         text = text.replace("- [ ] **1.2**", "## Phase 2\n- [ ] **1.2**").split("- [ ] **1.3**")[0]
     found = fleet_run.one_at_a_time(parse_roadmap(text))
     assert (found or "").startswith(told or "") and (found is None) == (told is None)
+
+
+def test_a_member_records_what_each_run_of_its_host_cost_in_the_fleets_ledger(
+    repo: tuple[Path, dict[str, str]],
+) -> None:
+    """The member's own ledger goes with its worktree: each run of its host on a leased step is
+    told in the fleet's ledger (`member-run`), and the report reads each member's part there."""
+    root, _ = repo
+    env = dict(os.environ)  # the person who starts the fleet, whose trust its members carry
+    main = Workspace(root)
+    trust.record(main, "demo", loading.load(main, "demo").steps, env, 0.0)
+    the_fleet = plan(root, "demo", "claude", None, None, 60)
+    (member,) = prepare_members(the_fleet, 1, env)
+    row = {"engagements": 2, "tokens": {"total": 500}, "timeline": {"waits": [{}]},
+           "wall_seconds": 30.5}  # fmt: skip
+
+    def drive(tree: Workspace, step: str) -> driver.Result:
+        (tree.root / f"s{step.split('.')[1]}.txt").write_text(step)
+        assert done(tree, "demo", step, env).marked
+        return driver.Result("complete", 0, "demo", "claude", f"s-{step}", Progress(), 1, row)
+
+    assert fleet_run.run_member(member, root, "demo", "claude", 1, None, None, 60, drive) == 0
+    runs = [e for e in ledger(main) if e["event"] == "member-run"]
+    assert [e["step"] for e in runs] == [f"1.{n}" for n in range(1, STEPS + 1)]
+    assert {
+        (e["member"], e["ending"], e["engagements"], e["waits"], e["seconds"]) for e in runs
+    } == {(1, "complete", 2, 1, 30.5)}
+    lines = (main.state / "run-continuation.jsonl").read_text().splitlines()
+    (told,) = report.build(lines).to_json()["fleet"]["fleets"]
+    assert told["member_seconds"] == 30.5 * STEPS
+    assert told["members"]["1"] == {
+        "steps": STEPS, "leased": STEPS, "reopened": 0, "takeovers": 0, "waits": STEPS,
+        "runs": STEPS, "engagements": 2 * STEPS, "tokens": 500 * STEPS, "tokens_unknown": 0,
+        "seconds": 30.5 * STEPS,
+    }  # fmt: skip

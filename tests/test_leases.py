@@ -184,3 +184,34 @@ def test_a_lease_is_renewed_by_its_holder_only(repo: Path) -> None:
 def test_no_lease_lasts_longer_than_the_longest_lease(repo: Path) -> None:
     with pytest.raises(LeaseError, match="a lease lasts at most 24h"):
         Store(repo).take("demo", "1.1", "s-a", host="claude", now=NOW, ttl=MAX_TTL + 1)
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["local refs", "remote"])
+def test_listing_reads_every_record_at_once_and_believes_only_leases(
+    repo: Path, tmp_path: Path, shared: bool
+) -> None:
+    """The records are read by one git process: a ref at a blob, a record not in UTF-8, or one
+    whose message is longer than its first line holds nothing, and never shifts what is read
+    for the refs after it."""
+    if shared:
+        subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "shared.git")], check=True)
+        git(repo, "remote", "add", "origin", (tmp_path / "shared.git").as_uri())
+    store = Store(repo, "origin" if shared else None)
+    for step in ("1.1", "1.4"):
+        assert store.take("demo", step, f"s-{step}", host="claude", now=NOW) is not None
+    blob = subprocess.run(
+        ["git", "-C", str(repo), "hash-object", "-w", "--stdin"],
+        input=b"\xff\xfe not a lease \n\n{}", capture_output=True, check=True,
+    ).stdout.decode().strip()  # fmt: skip
+    tree = git(repo, "hash-object", "-t", "tree", "-w", "--stdin")
+    odd = subprocess.run(
+        ["git", "-C", str(repo), "commit-tree", tree, "-F", "-"],
+        input="é\n\nplus de lignes\n".encode("latin-1"), capture_output=True, check=True,
+    ).stdout.decode().strip()  # fmt: skip
+    for step, target in (("1.2", blob), ("1.3", odd)):
+        if shared:
+            git(repo, "push", "-q", "origin", f"{target}:{ref_of('demo', step)}")
+        else:
+            git(repo, "update-ref", ref_of("demo", step), target)
+    assert [(x.step, x.holder) for x in store.all("demo")] == [("1.1", "s-1.1"), ("1.4", "s-1.4")]
+    assert [store.read("demo", step)[1] for step in ("1.2", "1.3")] == [None, None]

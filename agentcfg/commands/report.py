@@ -13,6 +13,7 @@ from agentcfg.commands import DURATION, emit_json, json_option, now, say, worksp
 from agentcfg.core import report as reports
 from agentcfg.core.texts import plural
 from agentcfg.core.times import format_duration
+from agentcfg.core.visible import visible
 from agentcfg.errors import AgentcfgError
 from agentcfg.workspace import Workspace
 
@@ -169,16 +170,45 @@ def _fleet(fleet: dict[str, Any] | None) -> list[str]:
         f"  leases taken           {fleet['leases']:<6} taken over after expiry {fleet['takeovers']}, "
         f"lost {fleet['lost']}",
     ]
-    for member, done in fleet["members"].items():
-        lines.append(
-            f"  member {member:<15} leased {done['leased']}, integrated {done['integrated']}, "
-            f"reopened {done['reopened']}"
-        )
     for held in fleet["holding"]:
         lines.append(
             f"  holding now            `{held['slug']}` step {held['step']}: member {held['member']}"
         )
+    for one in fleet["fleets"]:
+        lines += _members(one)
     return lines
+
+
+def _members(fleet: dict[str, Any]) -> list[str]:
+    """One fleet: when, how it ended, its wall time against its members' time, and each
+    member's steps, tokens, waits, reopenings, takeovers and time."""
+    agents = f", {plural(fleet['agents'], 'member')}" if fleet["agents"] is not None else ""
+    ended = f"ended {fleet['ending'] or 'unknown'}" if fleet["ended"] else "no end recorded"
+    lines = [
+        "",
+        f"fleet on `{visible(fleet['slug'])}` from {fleet['started'][:16].replace('T', ' ')}"
+        f"{agents}, {visible(ended)}",
+        f"  wall time {format_duration(fleet['wall_seconds'])}, members' time "
+        + _members_time(fleet["member_seconds"], fleet["wall_seconds"]),
+        f"  {'member':<8} {'steps':>5} {'leased':>6} {'tokens':>7} {'waits':>5} "
+        f"{'reopened':>8} {'takeovers':>9} {'time':>6}",
+    ]
+    for name, member in fleet["members"].items():
+        timed = format_duration(member["seconds"]) if member["runs"] else "-"
+        lines.append(
+            f"  {visible(name)[:8]:<8} {member['steps']:>5} {member['leased']:>6} "
+            f"{_short(member['tokens']):>7} {member['waits']:>5} {member['reopened']:>8} "
+            f"{member['takeovers']:>9} {timed:>6}"
+        )
+    return lines
+
+
+def _members_time(seconds: float | None, wall: float) -> str:
+    """The members' hosts' time summed, and how many times the wall time that is."""
+    if seconds is None:
+        return "unknown (no member run recorded)"
+    times = f" ({seconds / wall:.1f}x the wall time)" if wall > 0 else ""
+    return format_duration(seconds) + times
 
 
 def _proven(row: dict[str, Any]) -> str:

@@ -181,15 +181,10 @@ def _evidence(data: dict[str, Any]) -> str:
 
 
 def _fleet(fleet: dict[str, Any] | None) -> str:
-    """The fleet's figures, a lane per member on a time axis, and who holds which step."""
+    """The fleet's figures, a lane per member on a time axis, who holds which step, and each
+    fleet's members with what they did and cost."""
     if not fleet:
         return ""
-    members = "".join(
-        _tr("", [("member", _text(member)), ("leased", _number(done["leased"])),
-                 ("integrated", _number(done["integrated"])),
-                 ("reopened", _number(done["reopened"]))])
-        for member, done in fleet["members"].items()
-    )  # fmt: skip
     holding = ", ".join(
         f"{_text(held['slug'])} {_text(held['step'])}: member {_text(held['member'])}"
         for held in fleet["holding"]
@@ -200,10 +195,43 @@ def _fleet(fleet: dict[str, Any] | None) -> str:
         f"conflicts, {_number(fleet['reverify_failed'])} failed re-verify), "
         f"{_number(fleet['takeovers'])} leases taken over after expiry.</p>\n"
         f"{lanes(fleet.get('lanes') or {})}"
-        '<table class="members"><thead><tr><th>member</th><th>leased</th><th>integrated</th>'
-        f"<th>reopened</th></tr></thead><tbody>{members}</tbody></table>\n"
+        + "".join(_members(one) for one in fleet.get("fleets") or [])
         + (f"<p>Holding now: {holding}.</p>\n" if holding else "")
         + "</section>\n"
+    )
+
+
+MEMBER_COLUMNS = ("member", "steps", "leased", "tokens", "waits", "reopened", "takeovers", "time")
+
+
+def _members(fleet: dict[str, Any]) -> str:
+    """One fleet: its wall time against its members' time, and a row per member."""
+    rows = "".join(
+        _tr("", [("member", _text(name)), ("steps", _number(m["steps"])),
+                 ("leased", _number(m["leased"])), ("tokens", _number(m["tokens"])),
+                 ("waits", _number(m["waits"])), ("reopened", _number(m["reopened"])),
+                 ("takeovers", _number(m["takeovers"])),
+                 ("time", format_duration(m["seconds"]) if m["runs"] else "-")])
+        for name, m in fleet["members"].items()
+    )  # fmt: skip
+    wall, summed = fleet["wall_seconds"], fleet["member_seconds"]
+    agents = fleet["agents"]
+    ended = (
+        f"ended {_text(fleet['ending'] or 'unknown')} at {_when(fleet['ended'])}"
+        if fleet["ended"]
+        else "no end recorded"
+    )
+    spent = (
+        "unknown (no member run recorded)"
+        if summed is None
+        else format_duration(summed) + (f" ({summed / wall:.1f}× the wall time)" if wall else "")
+    )
+    head = "".join(f"<th>{name}</th>" for name in MEMBER_COLUMNS)
+    return (
+        f"<h3>Fleet on {_text(fleet['slug'])} from {_when(fleet['started'])}"
+        + (f", {_number(agents)} members" if agents is not None else "")
+        + f"</h3>\n<p>{ended}. Wall time {format_duration(wall)}; the members' time {spent}.</p>\n"
+        f'<table class="members"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>\n'
     )
 
 
@@ -579,6 +607,11 @@ def _svg(body: str, width: int, height: float, kind: str = "") -> str:
         f'<svg xmlns="http://www.w3.org/2000/svg" class="{kind}" '
         f'viewBox="0 0 {width} {height:.0f}" role="img">{body}</svg>'
     )
+
+
+def _when(at: str) -> str:
+    """An ISO time the report wrote, to the second, as the page shows times."""
+    return _text(at[:19].replace("T", " "))
 
 
 def _at(at: float | None) -> str:

@@ -239,13 +239,95 @@ class Run:
         }
 
 
-FLEET_EVENTS = frozenset({"leased", "lease-expired", "lease-lost", "integrated", "reopened"})
+# what the fleets in the ledger did: leases and integrations, each fleet's start and end, the
+# member runs it recorded and the waits of members with nothing ready
+LEASE_EVENTS = frozenset({"leased", "lease-expired", "lease-lost", "integrated", "reopened"})
+FLEET_EVENTS = LEASE_EVENTS | {"fleet-start", "fleet-end", "member-run", "waiting"}
+FLEETS_KEPT = 20  # fleets listed, the newest
+MEMBERS_KEPT = 256  # members told of one fleet
+SECONDS_LIMIT = 10.0**9  # past this, a member run's time on a ledger line is forged
+
+
+@dataclass
+class Member:
+    """What one member of one fleet did and cost: its steps integrated, leases, the runs of its
+    host on them (engagements, tokens, time), its waits, reopenings and takeovers."""
+
+    steps: int = 0
+    leased: int = 0
+    reopened: int = 0
+    takeovers: int = 0  # leases it took over from a holder whose lease had run out
+    waits: int = 0  # its host waiting for a usage limit or a window; it waiting for a step
+    runs: int = 0
+    engagements: int = 0
+    spending: Spending = field(default_factory=Spending)
+    seconds: float = 0.0  # its host's time on its steps
+
+    def run(self, event: dict[str, Any]) -> None:
+        """A `member-run`: the host's run on one leased step, as the member recorded it."""
+        self.runs += 1
+        self.engagements += _amount(event.get("engagements"))
+        self.waits += _amount(event.get("waits"))
+        self.spending.add(_tokens(event.get("tokens")))
+        seconds = event.get("seconds")
+        if isinstance(seconds, (int, float)) and not isinstance(seconds, bool):
+            self.seconds += seconds if 0 <= seconds <= SECONDS_LIMIT else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "steps": self.steps,
+            "leased": self.leased,
+            "reopened": self.reopened,
+            "takeovers": self.takeovers,
+            "waits": self.waits,
+            "runs": self.runs,
+            "engagements": self.engagements,
+            "tokens": self.spending.total,
+            "tokens_unknown": self.spending.unknown,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+@dataclass
+class FleetRun:
+    """One fleet: from its `fleet-start` (or the first fleet event of its roadmap) to its
+    `fleet-end`, each member's part, and its wall time against its members' time."""
+
+    slug: str
+    started: float
+    last: float
+    agents: int | None = None
+    ended: float | None = None
+    ending: str | None = None
+    members: dict[str, Member] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        wall = (self.ended if self.ended is not None else self.last) - self.started
+        told = [m for m in self.members.values() if m.runs]
+        return {
+            "slug": self.slug,
+            "started": iso(self.started),
+            "ended": None if self.ended is None else iso(self.ended),
+            "ending": self.ending,
+            "agents": self.agents,
+            "wall_seconds": round(wall, 3),
+            # None while no member recorded a run: the members' time is not known
+            "member_seconds": round(sum(m.seconds for m in told), 3) if told else None,
+            "members": {
+                name: member.to_json()
+                for name, member in sorted(self.members.items(), key=lambda m: _member_order(m[0]))
+            },
+        }
+
+
+def _member_order(name: str) -> tuple[int, str]:
+    return (int(name), "") if name.isdigit() and len(name) < 10 else (10**10, name)
 
 
 @dataclass
 class Fleet:
-    """What the fleets in the ledger did: steps per member, integrations, takeovers, and who
-    holds which step as the ledger ends."""
+    """What the fleets in the ledger did: steps per member, integrations, takeovers, who holds
+    which step as the ledger ends, and each fleet's members with what they cost."""
 
     members: dict[str, collections.Counter[str]] = field(default_factory=dict)
     holding: dict[tuple[str, str], str] = field(default_factory=dict)  # (slug, step) -> member
@@ -253,13 +335,25 @@ class Fleet:
     # per member, each lease it held as a span: [step, from, until or None, how it ended]
     lanes: dict[str, collections.deque[list[Any]]] = field(default_factory=dict)
     held: dict[tuple[str, str], list[Any]] = field(default_factory=dict)  # the open spans
+    runs: collections.deque[FleetRun] = field(
+        default_factory=lambda: collections.deque(maxlen=FLEETS_KEPT)
+    )
+    going: dict[str, FleetRun] = field(default_factory=dict)  # slug -> its fleet not yet ended
 
     def add(self, name: str, event: dict[str, Any]) -> None:
+        if name == "waiting" and "member" not in event:
+            return  # a single agent's wait: no fleet's
         member, place = (
             str(event.get("member", "?")),
             (str(event.get("slug")), str(event.get("step"))),
         )
+        at = event.get("_at")
+        at = at if isinstance(at, float) else parse_iso(event.get("at"))
         self.counts[name] += 1
+        if at is not None:
+            self._account(name, member, place[0], event, at)
+        if name not in LEASE_EVENTS:
+            return
         if name == "reopened":
             self.counts[f"reopened-{event.get('reason')}"] += 1
         self.members.setdefault(member, collections.Counter())[name] += 1
@@ -267,10 +361,43 @@ class Fleet:
             self.holding[place] = member
         else:
             self.holding.pop(place, None)
-        at = event.get("_at")
-        at = at if isinstance(at, float) else parse_iso(event.get("at"))
         if at is not None:
             self._span(name, member, place, at)
+
+    def _account(self, name: str, member: str, slug: str, event: dict[str, Any], at: float) -> None:
+        """The event in its fleet's figures: a `fleet-start` begins a fleet of its roadmap, a
+        `fleet-end` ends it, anything else belongs to the roadmap's fleet going on."""
+        current = self.going.get(slug)
+        if current is None or name == "fleet-start":
+            agents = event.get("agents")
+            current = FleetRun(slug, at, at, agents if _count(agents) else None)
+            self.runs.append(current)
+            self.going[slug] = current
+            if len(self.going) > FLEETS_KEPT:  # only the fleets still listed go on
+                self.going = {s: f for s, f in self.going.items() if any(f is r for r in self.runs)}
+        current.last = max(current.last, at)
+        if name == "fleet-end":
+            ending = event.get("ending")
+            current.ended, current.ending = at, ending if isinstance(ending, str) else None
+            del self.going[slug]
+            return
+        if name == "fleet-start" or "member" not in event:
+            return
+        if member not in current.members and len(current.members) >= MEMBERS_KEPT:
+            return  # no fleet has that many members: a forged ledger's
+        part = current.members.setdefault(member, Member())
+        if name == "member-run":
+            part.run(event)
+        elif name == "waiting":
+            part.waits += 1
+        elif name == "leased":
+            part.leased += 1
+        elif name == "integrated":
+            part.steps += 1
+        elif name == "reopened":
+            part.reopened += 1
+        elif name == "lease-expired":
+            part.takeovers += 1
 
     def _span(self, name: str, member: str, place: tuple[str, str], at: float) -> None:
         """A lease on the member's lane, from `leased` until the step is integrated, reopened,
@@ -320,6 +447,7 @@ class Fleet:
                 ]
                 for member, spans in sorted(self.lanes.items())
             },
+            "fleets": [run.to_json() for run in self.runs],
         }
 
 
@@ -683,6 +811,11 @@ def _spend(report: Report, run: Run, name: str, event: dict[str, Any], open_coun
 
 def _count(value: object) -> bool:
     return type(value) is int and value >= 0
+
+
+def _amount(value: object) -> int:
+    """A count a ledger line tells, or 0 when it is not one (or a forged one)."""
+    return value if type(value) is int and 0 <= value <= STEPS_LIMIT else 0
 
 
 def _tokens(value: object) -> int | None:

@@ -545,10 +545,24 @@ def run_member(
 
     def work(member: Workspace, lease: Lease) -> tuple[str, int]:
         result = drive(member, lease.step)  # its re-proof at the end: the leased step only
+        _member_run(main, the_fleet.slug, n, lease.step, result)
         return result.ending, result.exit_code
 
     timeout = load_config(main, os.environ).verify_timeout
     return member_loop(the_fleet, ws, n, work, os.environ, timeout=timeout)
+
+
+def _member_run(main: Workspace, slug: str, n: int, step: str, result: driver.Result) -> None:
+    """What the host's run on a leased step cost, in the fleet's own ledger: the member's
+    ledger goes with its worktree, and `report` tells each member's part from this."""
+    row = result.row or {}
+    spent = row.get("tokens") or {}
+    _log(
+        main, "member-run", slug, member=n, step=step, ending=result.ending,
+        session=result.session, engagements=row.get("engagements", 0),
+        tokens={"total": spent.get("total")}, waits=len(row.get("timeline", {}).get("waits", [])),
+        seconds=row.get("wall_seconds", 0.0),
+    )  # fmt: skip
 
 
 def _remove(plan_: Fleet, agents: int) -> None:

@@ -129,6 +129,18 @@ def _parse_heads(out: str, ref: str, under: bool) -> dict[str, str]:
     return heads
 
 
+def _recorded(commit: str, ref: str) -> Lease | None:
+    """The lease a commit's text records in its message; None when unreadable, or when it is
+    not `ref`'s own."""
+    _, _, message = commit.partition("\n\n")
+    try:
+        data = json.loads(message[:RECORD_LIMIT])
+    except ValueError:
+        return None
+    lease = lease_from_json(data)
+    return lease if lease is not None and ref == f"{PREFIX}/{lease.slug}/{lease.step}" else None
+
+
 def machine_name() -> str:
     return socket.gethostname() or "unknown"
 
@@ -141,6 +153,7 @@ class Store:
             raise LeaseError(f"{coordinate!r} cannot name a git remote: it is never passed to git")
         self.repo = repo
         self.coordinate = coordinate
+        self._empty: str | None = None
 
     @classmethod
     def open(cls, repo: Path, coordinate: str | None = None) -> Store:
@@ -160,14 +173,18 @@ class Store:
     def read(self, slug: str, step: str) -> tuple[str | None, Lease | None]:
         """The lease ref's commit (None: never leased) and the lease it records."""
         ref = ref_of(slug, step)
+        if self.coordinate is None:
+            return self._local(ref, under=False).get(ref, (None, None))
         commit = self._heads(ref).get(ref)
         return commit, None if commit is None else self._lease(commit, ref)
 
     def all(self, slug: str | None = None) -> list[Lease]:
         """Every lease record under `slug` (or every slug), released ones included."""
         pattern = PREFIX if slug is None else ref_of(slug, "x").rpartition("/")[0]
-        heads = self._heads(pattern, under=True)
-        leases = [self._lease(commit, ref) for ref, commit in heads.items()]
+        if self.coordinate is None:
+            leases = [lease for _, lease in self._local(pattern, under=True).values()]
+        else:
+            leases = self._leases(self._heads(pattern, under=True))
         return sorted(
             (lease for lease in leases if lease is not None), key=lambda x: (x.slug, x.step)
         )
@@ -188,24 +205,79 @@ class Store:
                     self.coordinate,
                     *heads,
                 )
-            if all(
-                self._git("cat-file", "-e", c, check=False).returncode == 0 for c in heads.values()
-            ):
+            if self._present(list(heads.values())):
                 return heads
         raise LeaseError(f"the leases on {self.coordinate} kept moving while being read")
+
+    def _present(self, commits: list[str]) -> bool:
+        """Whether every one of `commits` is here now, asked of one git process."""
+        if not commits:
+            return True
+        listing = "".join(f"{commit}\n" for commit in commits).encode()
+        told = self._bytes("cat-file", "--batch-check", stdin=listing).splitlines()
+        return len(told) == len(commits) and not any(line.endswith(b" missing") for line in told)
 
     def _lease(self, commit: str, ref: str) -> Lease | None:
         """The lease `commit` records; None when unreadable, or when it is not `ref`'s own."""
         result = self._git("cat-file", "commit", commit, check=False)
         if result.returncode != 0:
             return None
-        _, _, message = result.stdout.partition("\n\n")
+        return _recorded(result.stdout, ref)
+
+    def _leases(self, heads: dict[str, str]) -> list[Lease | None]:
+        """The lease each ref's commit records, as `_lease` reads one, read by one git process
+        for them all: a fleet's members list every lease of the roadmap before each take."""
+        if not heads:
+            return []
+        listing = "".join(f"{commit}\n" for commit in heads.values()).encode()
+        out = self._bytes("cat-file", "--batch", stdin=listing)
+        found: list[Lease | None] = []
+        at = 0
+        for ref in heads:
+            end = out.find(b"\n", at)
+            header = out[at:end].split() if end >= 0 else []
+            if len(header) != 3 or not header[2].isdigit():  # missing, or not what git says
+                found.append(None)
+                at = end + 1 if end >= 0 else len(out)
+                continue
+            size = int(header[2])
+            body = out[end + 1 : end + 1 + size]
+            at = end + 1 + size + 1  # the object, then its newline
+            text = body.decode("utf-8", "replace")
+            found.append(_recorded(text, ref) if header[1] == b"commit" else None)
+        return found
+
+    def _local(self, ref: str, under: bool) -> dict[str, tuple[str, Lease | None]]:
+        """This repository's refs at `ref` (or below it): each one's commit and the lease it
+        records, the records read with the refs by one git process."""
+        out = self._bytes(
+            "for-each-ref", "--format=%(objectname) %(objecttype) %(refname)%00%(contents)%00", ref
+        )
+        found: dict[str, tuple[str, Lease | None]] = {}
+        parts = out.split(b"\0")  # no commit message holds a NUL: git refuses one
+        for header, contents in zip(parts[0::2], parts[1::2], strict=False):  # and a last "\n"
+            fields = header.strip().decode("utf-8", "replace").split(" ")
+            if len(fields) != 3:
+                continue
+            commit, kind, name = fields
+            if name == ref or (under and name.startswith(ref + "/")):
+                text = "\n\n" + contents.decode("utf-8", "replace")  # as a commit's message
+                found[name] = (commit, _recorded(text, name) if kind == "commit" else None)
+        return found
+
+    def _bytes(self, *args: str, stdin: bytes | None = None) -> bytes:
+        """What a git command prints, as bytes: a record written by hand need not be UTF-8."""
         try:
-            data = json.loads(message[:RECORD_LIMIT])
-        except ValueError:
-            return None
-        lease = lease_from_json(data)
-        return lease if lease is not None and ref == f"{PREFIX}/{lease.slug}/{lease.step}" else None
+            result = subprocess.run(
+                ["git", "-C", str(self.repo), *args], input=stdin, capture_output=True,
+                env={**os.environ, **GIT_ENV}, timeout=GIT_TIMEOUT,
+            )  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise LeaseError(f"git {args[0]} failed: {exc}") from None
+        if result.returncode != 0:
+            why = result.stderr.decode("utf-8", "replace").strip().splitlines() or ["no message"]
+            raise LeaseError(f"git {args[0]} failed: {why[-1]}")
+        return result.stdout
 
     # --- writing
 
@@ -263,7 +335,9 @@ class Store:
 
     def _swap(self, ref: str, old: str | None, lease: Lease) -> bool:
         message = json.dumps(lease.to_json(), sort_keys=True)
-        empty = self._git("hash-object", "-t", "tree", "-w", "--stdin", stdin="").stdout.strip()
+        if self._empty is None:  # the empty tree every record points at, written once a store
+            self._empty = self._git("hash-object", "-t", "tree", "-w", "--stdin", stdin="").stdout
+        empty = self._empty.strip()
         parents = ("-p", old) if old else ()
         new = self._git("commit-tree", empty, *parents, "-m", message).stdout.strip()
         if self.coordinate is None:

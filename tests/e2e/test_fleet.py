@@ -123,6 +123,16 @@ def test_three_claude_code_members_do_six_steps_once_each(tmp_path: Path) -> Non
     events = assert_fleet_done(root, output)
     assert len({e["member"] for e in events if e["event"] == "integrated"}) >= 2, output
     assert "fleet on `e2e`: complete; 6 steps integrated, 0 reopened" in output
+    # what each member did and cost, in the fleet's ledger though the members' worktrees are gone
+    (told,) = json.loads(agentcfg(root, env, "report", "--json"))["fleet"]["fleets"]
+    assert (told["ending"], told["agents"]) == ("complete", 3), told
+    members = told["members"].values()
+    assert sum(m["steps"] for m in members) == STEPS, told
+    ran = [m for m in members if m["runs"]]
+    assert sum(m["runs"] for m in ran) >= STEPS, told
+    assert all(m["tokens"] and m["engagements"] for m in ran), told  # the model reports usage
+    assert told["member_seconds"] is not None and told["member_seconds"] > 0, told
+    assert "members' time" in agentcfg(root, env, "report")
 
 
 def processes_in(folder: Path) -> list[int]:
