@@ -17,7 +17,8 @@ from agentcfg.core.contract import Contract, Receipt, Term, command_hash, text_h
 from agentcfg.core.roadmap import Step
 from agentcfg.verify import VerifyResult
 from agentcfg.workspace import Workspace
-from tests.conftest import ledger, run_cli, write_roadmap
+from tests.conftest import run_cli, write_roadmap
+from tests.helpers import ledger
 
 BODY = """## Phase 1
 - [ ] **1.1** Build the parser <!-- verify: true -->

@@ -16,7 +16,8 @@ from syrupy.assertion import SnapshotAssertion
 from agentcfg import claims
 from testing.simhost import SimulatedHost
 from tests import inprocess
-from tests.conftest import FIXTURES, SESSION, fire, fixture_payload, hook_env, ledger, run_cli
+from tests.conftest import FIXTURES, SESSION, fire, fixture_payload, hook_env, run_cli
+from tests.helpers import ledger
 
 
 def events(root: Path) -> list[str]:

@@ -1,0 +1,36 @@
+"""What many test files ask of a workspace: its ledger's events, and git run in a repository
+as a person with a name of their own."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Collection
+from pathlib import Path
+from typing import Any
+
+from agentcfg.workspace import Workspace
+
+LEDGER = "run-continuation.jsonl"
+
+
+def ledger(
+    root: Path | Workspace, claims: bool = False, leave: Collection[str] = ()
+) -> list[dict[str, Any]]:
+    """The ledger's events in order: the `claimed` events that start runs only when asked for,
+    none of the events named in `leave`."""
+    folder = root.state if isinstance(root, Workspace) else root / "state"
+    path = folder / LEDGER
+    lines = path.read_text().splitlines() if path.exists() else []
+    left = set(leave) if claims else {*leave, "claimed"}
+    return [e for e in map(json.loads, lines) if e["event"] not in left]
+
+
+def git(repo: Path, *args: str) -> str:
+    """`git ARGS` in `repo`, committing as a person of its own; what it printed, stripped."""
+    return subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=p", "-c", "user.email=p@example.invalid", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
