@@ -162,12 +162,25 @@ def _import_pathlib() -> None:
 
 
 def decide(ctx: HookContext, budget: float | None = None) -> Verdict:
-    """Run the configured stop chain for one fire and record what went wrong in it."""
-    from agentcfg.stop.concerns import REGISTRY
-    from agentcfg.stop.dispatch import CHAIN_BUDGET, run_chain
+    """Run the hook's steps, then the configured stop chain, for one fire, all within the
+    chain's time; record what went wrong in them."""
+    import time
 
-    chain = ctx.config.chain
-    verdict, outcomes = run_chain(ctx, chain, REGISTRY, CHAIN_BUDGET if budget is None else budget)
+    from agentcfg.stop import steps
+    from agentcfg.stop.concerns import REGISTRY
+    from agentcfg.stop.dispatch import CHAIN_BUDGET, ConcernTimeout, run_chain, time_limit
+    from agentcfg.stop.handed import NOTHING
+
+    budget = CHAIN_BUDGET if budget is None else budget
+    started = time.monotonic()
+    handed = NOTHING
+    try:
+        with time_limit(budget):
+            handed = steps.run_steps(ctx, steps.BEFORE, handed)
+    except ConcernTimeout:  # the steps spent the fire's time: the chain allows, out of time
+        ctx.log("error", reason="the hook's steps ran out of time")
+    left = budget - (time.monotonic() - started)
+    verdict, outcomes = run_chain(ctx, ctx.config.chain, REGISTRY, left, handed)
     if ctx.problem is not None:
         ctx.log("error", reason=ctx.problem)
     for outcome in outcomes:

@@ -26,6 +26,7 @@ from agentcfg.errors import StateError
 from agentcfg.paths import CHECKS, FINALS
 from agentcfg.stop.context import HookContext
 from agentcfg.stop.dispatch import ALLOW, Verdict
+from agentcfg.stop.handed import Handed
 
 
 class RunContinuation:
@@ -34,12 +35,12 @@ class RunContinuation:
     def __init__(self, entry: ChainEntry) -> None:
         self.entry = entry
 
-    def check(self, ctx: HookContext) -> Verdict:
+    def check(self, ctx: HookContext, handed: Handed) -> Verdict:
         claim = ctx.held_claim
         if self._silent(ctx):
             return ALLOW
         if claim is None:
-            return ALLOW if ctx.lost is None else self._lost(ctx, ctx.lost)
+            return ALLOW if handed.lost is None else self._lost(ctx, handed.lost)
         if ctx.stop is not None:  # a person stopped the run: before any rung of the ladder
             return self._stopped(ctx, ctx.stop)
         scanned = ctx.scan  # None: the claimed roadmap is gone or unreadable
@@ -47,10 +48,11 @@ class RunContinuation:
         if roadmap is not None and not ctx.autonomous:
             return ALLOW
         member = ctx.member  # a fleet member works its leased step alone
-        if ctx.lease_lost is not None:
-            ctx.log("lease-lost", step=ctx.lease_lost)
-            return Verdict("warn", lease_lost(claim.slug, ctx.lease_lost), self.name)
-        refused = self._refused_turn(ctx)
+        if handed.lease_lost is not None:
+            ctx.log("lease-lost", step=handed.lease_lost)
+            return Verdict("warn", lease_lost(claim.slug, handed.lease_lost), self.name)
+        refusal = handed.refusal if handed.refusal and handed.refusal.turn == ctx.turn else None
+        refused = refusal.reply if refusal is not None and ctx.turn else None
         message = ctx.final_message
         judged = ctx.judgement
         if roadmap is None:
@@ -66,7 +68,7 @@ class RunContinuation:
             turn=ctx.turn,
             reply=ctx.reply_key,
             open_ids=open_ids,
-            changed=roadmap is not None and _halts_on_change(ctx),
+            changed=roadmap is not None and _halts_on_change(ctx, handed),
             checks=_refused_checks(ctx, claim.slug) if roadmap is not None else (),
             tampered=ctx.tampered is not None,
             blocked=blocked,
@@ -205,15 +207,6 @@ class RunContinuation:
             or ctx.config.mode == "off"
         )
 
-    @staticmethod
-    def _refused_turn(ctx: HookContext) -> str | None:
-        """The reply key the gate refused in this turn, if it refused one."""
-        marker = state.read_json(ctx.refusal_path())
-        if marker is None or marker.get("refused_turn") != ctx.turn or not ctx.turn:
-            return None
-        reply = marker.get("refused_reply")
-        return reply if isinstance(reply, str) else None
-
 
 def _blocked(ctx: HookContext, count: int) -> int:
     """Blocked steps the run answers for: a fleet member's, only its leased step."""
@@ -245,9 +238,10 @@ def _unfinal(ctx: HookContext) -> bool:
     return not finals.covers(finals.read_final(ctx.ws, claim.slug), found, roadmap)
 
 
-def _halts_on_change(ctx: HookContext) -> bool:
-    """The contract changed and stays so after the gate's one refusal (or no gate will
-    refuse it), or the run's contract record itself is missing, unreadable or edited."""
+def _halts_on_change(ctx: HookContext, handed: Handed) -> bool:
+    """The contract changed and stays so after the gate's one refusal (or the gate handed on
+    that it will not refuse it), or the run's contract record itself is missing, unreadable
+    or edited."""
     found, _problem = ctx.contract
     if found is None:
         return True
@@ -256,18 +250,7 @@ def _halts_on_change(ctx: HookContext) -> bool:
         return False
     if all(c.key in found.warned for c in judged.changes):
         return True
-    return not _gate_refuses_changes(ctx)
-
-
-def _gate_refuses_changes(ctx: HookContext) -> bool:
-    config = ctx.config
-    gate = any(e.name == "turn-end-gate" and e.severity != "advisory" for e in config.chain)
-    return (
-        gate
-        and "contract-change" in config.detectors
-        and config.mode != "shadow"
-        and bool(ctx.turn)
-    )
+    return not handed.gate_holds_changes
 
 
 def _changes(ctx: HookContext) -> list[str]:
