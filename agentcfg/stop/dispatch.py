@@ -8,13 +8,11 @@ become (an advisory concern leaves no trace of a refusal that never happens).
 
 from __future__ import annotations
 
-# `_signal`, the interpreter's own module: `signal` wraps it in enums, whose building costs a
-# fire more than everything the alarm below does
-import _signal  # type: ignore[import-not-found, unused-ignore]
 import contextlib
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
+from agentcfg import _speed
 from agentcfg.config import ChainEntry
 from agentcfg.core.records import Record
 
@@ -142,6 +140,7 @@ def time_limit(seconds: float) -> Iterator[None]:
     def expire(signum: int, frame: object) -> None:
         raise ConcernTimeout(f"over {seconds:g}s")
 
+    _signal = _speed.signals()
     try:
         previous = _signal.signal(_signal.SIGALRM, expire)
     except ValueError:  # not the main thread: no alarm available, run unbounded
