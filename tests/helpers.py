@@ -1,5 +1,6 @@
-"""What many test files ask of a workspace: its ledger's events, and git run in a repository
-as a person with a name of their own."""
+"""What many test files ask of a workspace: its ledger's events, git run in a repository as a
+person with a name of their own, a simulated session that claimed the demo roadmap, and the
+path of a session's run state."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
+from agentcfg import claims
 from agentcfg.workspace import Workspace
+from testing.simhost import SimulatedHost
+from tests import inprocess
 
 LEDGER = "run-continuation.jsonl"
 
@@ -34,3 +38,21 @@ def git(repo: Path, *args: str) -> str:
         capture_output=True,
         text=True,
     ).stdout.strip()
+
+
+def events(root: Path) -> list[str]:
+    """The names of the ledger's events, the `claimed` ones left out."""
+    return [e["event"] for e in ledger(root)]
+
+
+def started(ws: Path, *claim_args: str, env: dict[str, str] | None = None) -> SimulatedHost:
+    """A simulated session that has spoken once and claimed the demo roadmap."""
+    host = SimulatedHost(ws, env=env, run=inprocess.run)
+    host.human("go")
+    assert host.claim("demo", *claim_args).returncode == 0
+    return host
+
+
+def run_file(root: Path, session: str, slug: str = "demo") -> Path:
+    """Where a session's run state on a roadmap is kept."""
+    return root / "state" / "runs" / f"{claims.session_key(session)}-{slug}.json"
