@@ -50,6 +50,7 @@ def _alone(event: str, argv: list[str]) -> int:
     gc.disable()
     code = _fire(event, argv)
     from agentcfg import _speed  # loaded by the fire already
+
     if _speed.exit_waits():
         return code
     try:

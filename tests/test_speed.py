@@ -95,10 +95,15 @@ def test_records_built_either_way_behave_as_namedtuples(form: str) -> None:
         Point()  # type: ignore[call-arg]
     assert made.__getnewargs__() == (1, 2)  # what pickling a record of a module's keeps
     with pytest.raises(TypeError, match="at most"):
-        Record.__class__("Wide", (Record,), {  # type: ignore[call-arg]
-            "__module__": __name__, "__qualname__": "Wide",
-            "__annotations__": {f"f{n}": "int" for n in range(_speed.MAX_FIELDS + 1)},
-        })  # fmt: skip
+        Record.__class__(
+            "Wide",
+            (Record,),
+            {  # type: ignore[call-arg]
+                "__module__": __name__,
+                "__qualname__": "Wide",
+                "__annotations__": {f"f{n}": "int" for n in range(_speed.MAX_FIELDS + 1)},
+            },
+        )
 
 
 def loaded_after(code: str, speed: str | None) -> set[str]:
@@ -108,8 +113,11 @@ def loaded_after(code: str, speed: str | None) -> set[str]:
         env["AGENTCFG_SPEED"] = speed
     shown = subprocess.run(
         [sys.executable, "-c", f"import sys\n{code}\nprint(' '.join(sys.modules))"],
-        capture_output=True, text=True, env=env, check=True,
-    ).stdout  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    ).stdout
     return set(shown.split())
 
 
@@ -126,10 +134,19 @@ def test_the_variable_turns_the_private_forms_off_in_a_process_of_its_own() -> N
         assert "urllib.parse" in plain and "urllib.parse" not in fast
 
 
-@pytest.mark.parametrize("speed", ["", "plain"])
+@pytest.mark.parametrize("speed", ["", "plain", "plain:compare"])
 def test_the_hook_decides_the_same_with_the_plain_forms(ws: Path, speed: str) -> None:
-    (ws / "transcript.jsonl").write_text((Path(__file__).parent / "fixtures" / "claude-code-2.1.197" / "transcript.jsonl").read_text())  # fmt: skip
+    (ws / "transcript.jsonl").write_text(
+        (
+            Path(__file__).parent / "fixtures" / "claude-code-2.1.197" / "transcript.jsonl"
+        ).read_text()
+    )
     assert run_cli("roadmap", "trust", "demo").exit_code == 0
-    assert run_cli("sessions", "claim", "demo", "--session", fixture_payload(1, ws)["session_id"]).exit_code == 0  # fmt: skip
+    assert (
+        run_cli(
+            "sessions", "claim", "demo", "--session", fixture_payload(1, ws)["session_id"]
+        ).exit_code
+        == 0
+    )
     result = fire(ws, fixture_payload(1, ws), env=hook_env(ws, AGENTCFG_SPEED=speed), process=True)
     assert result.returncode == 2 and "Next step: **1.2**" in result.stderr, result.stderr

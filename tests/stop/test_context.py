@@ -27,10 +27,29 @@ from tests.helpers import ledger
 
 # every fact the context offers; `log` and the hook's steps are the writers, not facts
 FACTS = (
-    "held_claim", "claim", "stop", "recorded_member", "member", "loaded", "roadmap", "problem",
-    "scan", "contract", "receipts", "judgement", "tampered", "autonomous", "transcript", "turn",
-    "final_message", "prompt", "person", "paused", "reply_key", "caps",
-)  # fmt: skip
+    "held_claim",
+    "claim",
+    "stop",
+    "recorded_member",
+    "member",
+    "loaded",
+    "roadmap",
+    "problem",
+    "scan",
+    "contract",
+    "receipts",
+    "judgement",
+    "tampered",
+    "autonomous",
+    "transcript",
+    "turn",
+    "final_message",
+    "prompt",
+    "person",
+    "paused",
+    "reply_key",
+    "caps",
+)
 
 
 def tree(folder: Path) -> dict[str, bytes | None]:

@@ -1,5 +1,5 @@
 """The stop hook's common path stays lean: no click, ruamel.yaml, markdown-it, typing,
-dataclasses, datetime, hashlib, importlib, signal, shlex, or urllib.parse (which pathlib loads
+dataclasses, datetime, hashlib, importlib, signal or urllib.parse (which pathlib loads
 up to Python 3.12) is loaded; a fire with nothing to do loads not even json, re or pathlib
 (listed in brackets)."""
 
@@ -22,7 +22,7 @@ from agentcfg.entry import main
 code = main(["hook", "stop"])
 heavy = sorted(m for m in ("click", "ruamel", "ruamel.yaml", "markdown_it", "typing", "hashlib",
                            "subprocess", "dataclasses", "datetime", "inspect", "importlib",
-                           "signal", "urllib.parse", "ipaddress", "shlex")
+                           "signal", "urllib.parse", "ipaddress")
                if m in sys.modules)
 heavy += sorted(f"({m})" for m in ("json", "re", "pathlib") if m in sys.modules)
 import json

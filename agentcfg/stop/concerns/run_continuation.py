@@ -129,18 +129,23 @@ class RunContinuation:
             upcoming = next((s for s in ctx.roadmap.steps if s.id == ctx.member.step), None)
         if decision.event is not None:
             step = {"step": upcoming.id} if upcoming else {}
-            ctx.log(
-                "engage", iterations=after.iterations, reply=ctx.reply_key, tokens=usage,
-                **step, **_proven(ctx),
-            )  # fmt: skip
+            fields = {"iterations": after.iterations, "reply": ctx.reply_key, "tokens": usage}
+            ctx.log("engage", **fields, **step, **_proven(ctx))
         counts = scanned.counts if scanned else None
         if fire.unfinal and not fire.open:
-            return Verdict("block", final_needed(claim.slug, after.iterations,
-                                                 ctx.caps.max_iterations), self.name)  # fmt: skip
+            text = final_needed(claim.slug, after.iterations, ctx.caps.max_iterations)
+            return Verdict("block", text, self.name)
+        blocked = counts.blocked if counts else 0
         text = continuation(
-            claim.slug, fire.open, counts.blocked if counts else 0,
-            upcoming, after.iterations, ctx.caps.max_iterations, unproven, _reopened(ctx),
-        )  # fmt: skip
+            claim.slug,
+            fire.open,
+            blocked,
+            upcoming,
+            after.iterations,
+            ctx.caps.max_iterations,
+            unproven,
+            _reopened(ctx),
+        )
         return Verdict("block", text, self.name)
 
     def _lost(self, ctx: HookContext, reason: str) -> Verdict:
@@ -186,10 +191,8 @@ class RunContinuation:
         if event == "complete":  # what the proofs show, one word a step (core/evidence.py)
             record = _evidence(ctx, claim.slug)
             extra["evidence"] = record
-        ctx.log(
-            event, iterations=run.iterations, reply=ctx.reply_key, tokens=tokens,
-            **_proven(ctx), **extra,
-        )  # fmt: skip
+        fields = {"iterations": run.iterations, "reply": ctx.reply_key, "tokens": tokens}
+        ctx.log(event, **fields, **_proven(ctx), **extra)
         judged = ctx.judgement
         open_count = len(judged.open_ids) if judged else ctx.scan.counts.open if ctx.scan else 0
         problem = "; ".join(changes) if changes else record or ctx.problem or ""
