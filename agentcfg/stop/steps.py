@@ -12,8 +12,9 @@ fails for a step). Adding a step is a function here and a line in BEFORE.
 
 from __future__ import annotations
 
-from agentcfg import claims, controls, membership
+from agentcfg import claims, controls
 from agentcfg.errors import AgentcfgError
+from agentcfg.fleet import membership
 from agentcfg.stop.dispatch import ConcernTimeout
 from agentcfg.stop.handed import NOTHING, Handed
 

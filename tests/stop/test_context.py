@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentcfg.config import load_config
+from agentcfg.fleet.membership import read_membership, remember
 from agentcfg.hosts.registry import adapter
-from agentcfg.membership import read_membership, remember
 from agentcfg.stop import steps
 from agentcfg.stop.context import HookContext
 from agentcfg.stop.handed import NOTHING, Handed

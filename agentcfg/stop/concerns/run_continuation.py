@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentcfg import claims, contract, controls, state
+from agentcfg import claims, controls, state
 from agentcfg.claims import Claim
 from agentcfg.config import ChainEntry
+from agentcfg.contract import store as contract
 from agentcfg.core import phrases
 from agentcfg.core.chain import RUN_CONTINUATION
 from agentcfg.core.ladder import TAMPERED, Fire, RunState, decide
@@ -189,8 +190,8 @@ class RunContinuation:
             record = record or ctx.tampered or "a record"
             extra["record"] = record
         if event == "complete":  # what the proofs show, one word a step (core/evidence.py)
-            record = _evidence(ctx, claim.slug)
-            extra["evidence"] = record
+            record, words = _evidence(ctx, claim.slug)
+            extra["evidence"], extra["words"] = record, words
         fields = {"iterations": run.iterations, "reply": ctx.reply_key, "tokens": tokens}
         ctx.log(event, **fields, **_proven(ctx), **extra)
         judged = ctx.judgement
@@ -225,7 +226,7 @@ def _reopened(ctx: HookContext) -> tuple[str, ...]:
         return ()
     if not (ctx.ws.state / FINALS).is_dir():
         return ()  # no re-proof ever ran here: nothing more is read
-    from agentcfg import finals  # rare: loaded only where a re-proof ran
+    from agentcfg.contract import finals  # rare: loaded only where a re-proof ran
 
     return finals.reopened(ctx.ws, ctx.claim.slug, ctx.roadmap)
 
@@ -233,7 +234,7 @@ def _reopened(ctx: HookContext) -> tuple[str, ...]:
 def _unfinal(ctx: HookContext) -> bool:
     """No final record covers the run's contract and the roadmap as they are: `complete` waits
     for `roadmap verify --final` (the hook runs no check itself: it reads one small file)."""
-    from agentcfg import finals  # rare: only the fire that would end a run reads it
+    from agentcfg.contract import finals  # rare: only the fire that would end a run reads it
 
     found, roadmap, claim = ctx.contract[0], ctx.roadmap, ctx.claim
     if found is None or roadmap is None or claim is None:
@@ -284,18 +285,22 @@ def _refused_checks(ctx: HookContext, slug: str) -> tuple[str, ...]:
     return tuple(told)
 
 
-def _evidence(ctx: HookContext, slug: str) -> str:
-    """`3 steps, 2 red-green, 1 vacuous (1.2)`: the evidence of the contracted steps' proofs."""
-    from agentcfg.core.contract import command_hash, matched, text_hash
+def _evidence(ctx: HookContext, slug: str) -> tuple[str, dict[str, int]]:
+    """`3 steps, 2 red-green, 1 vacuous (1.2)`: the evidence of the contracted steps' proofs,
+    and how many steps each word has."""
+    from collections import Counter
+
+    from agentcfg.contract.model import command_hash, matched, text_hash
     from agentcfg.core.evidence import summary, words_of
 
     found, _problem = ctx.contract
     roadmap = ctx.roadmap
     if roadmap is None:
-        return ""
+        return "", {}
     steps = [s for _term, s in matched(found, roadmap) if s] if found else list(roadmap.steps)
     shown = [(s.name, s.id, text_hash(s.text), command_hash(s.verify)) for s in steps]
-    return summary(words_of(shown, contract.sealed_receipts(ctx.ws, slug)[0]))
+    graded = words_of(shown, contract.sealed_receipts(ctx.ws, slug)[0])
+    return summary(graded), dict(Counter(word for _name, word in graded))
 
 
 def _proven(ctx: HookContext) -> dict[str, int]:
