@@ -35,6 +35,7 @@ CONTRACTS = "contracts"  # state/contracts/<key>-<slug>.json: the contract of on
 RECEIPTS = "receipts"  # state/receipts/<slug>.json: the receipts of a roadmap's steps
 FINALS = "finals"  # state/finals/<slug>.json: the re-proof of every contracted step at the end
 CHECKS = "checks"  # state/checks/<slug>.json: steps `roadmap done` refused, their check changed
+CHECKPOINTS = "checkpoints"  # state/checkpoints/<slug>.json: the step the last checkpoint was for
 BASELINES = "baselines"  # state/baselines/<slug>.json: each open step's check before the work
 DRIVERS = "drivers"  # state/drivers/<session key>.json: the `agentcfg run` process of a claim
 # set by `agentcfg run` for the host it starts: the run is unattended, on this host

@@ -61,6 +61,11 @@ _HOSTS = " or ".join(", ".join(driver.runnable_hosts()).rsplit(", ", 1))
 )
 @click.option("--force", is_flag=True, help="Take the roadmap over from another live session.")
 @click.option(
+    "--rollback-on-halt",
+    is_flag=True,
+    help="A halt mid-step (stall, restarts) rolls the workspace back to the step's checkpoint.",
+)
+@click.option(
     "--no-baseline",
     is_flag=True,
     help="Do not run the open steps' verify lines before the host starts (evidence: unknown).",
@@ -96,6 +101,7 @@ def run(
     max_wait: float | None,
     fresh_per_step: bool,
     force: bool,
+    rollback_on_halt: bool,
     no_baseline: bool,
     agents: int | None,
     into: str | None,
@@ -137,7 +143,10 @@ def run(
         raise click.UsageError("--into, --coordinate and --lease-ttl go with --agents")
     if lease_ttl is not None:
         check_ttl(lease_ttl)
-    request = driver.Request(slug, host, policy, extra, force or member is not None, fresh_per_step)
+    request = driver.Request(
+        slug, host, policy, extra, force or member is not None, fresh_per_step,
+        rollback_on_halt=rollback_on_halt,
+    )  # fmt: skip
     ready = driver.prepare(ws, request, os.environ, Path.home())
     signal.signal(signal.SIGTERM, driver.on_sigterm)
 

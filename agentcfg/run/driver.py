@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from agentcfg import claims, controls, loading, state
+from agentcfg import checkpoints, claims, controls, loading, state
 from agentcfg.contract import finals, trust
 from agentcfg.contract.reprove import Reproof, guarded, reprove
 from agentcfg.core import report as reports
@@ -73,6 +73,7 @@ class Request:
     force: bool = False
     fresh_per_step: bool = False  # each step in a new session, seeded with a relay note
     step: str | None = None  # a fleet member's leased step: the only one its run answers for
+    rollback_on_halt: bool = False  # a halt mid-step rolls the workspace back to its checkpoint
 
 
 @dataclass
@@ -87,6 +88,7 @@ class Result:
     row: dict[str, Any] | None  # the run as `report --json` gives it
     reproof: Reproof | None = None  # the last re-proof the driver ran, if any
     told: Told | None = None  # what the host refused or failed, and what the person runs next
+    rollback: checkpoints.Rollback | None = None  # what --rollback-on-halt undid
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -108,6 +110,14 @@ class Result:
             },
             "run": self.row,
             **(self.told or Told()).to_json(),
+            "rollback": None
+            if self.rollback is None
+            else {
+                "step": self.rollback.checkpoint.step,
+                "checkpoint": self.rollback.checkpoint.ref,
+                "attempt": self.rollback.attempt,
+                "reopened": list(self.rollback.reopened),
+            },
         }
 
 
@@ -360,6 +370,7 @@ class _Driver:
                     host.NAME, slug, self.current.session, action, self.progress.restarts
                 )
             )
+            self._checkpoint(first=self.progress.starts == 1)
             ran = _run(
                 self.ws, argv, self.env, self.current, slug, clock, self.say, started,
                 self.request.fresh_per_step, self.runner, policy.until,
@@ -412,6 +423,21 @@ class _Driver:
         self.failed = (*self.failed, *refused.failed)[-3:]
         self.ignored.update(dict.fromkeys(refused.ignored))
 
+    def _checkpoint(self, first: bool) -> None:
+        """The workspace kept before the host starts on a step: always at the run's first
+        start, later only when the step changed (the hook takes one at each step it engages)."""
+        try:
+            roadmap = loading.load(self.ws, self.slug)
+        except AgentcfgError:
+            return
+        upcoming = scan(roadmap).next
+        step = self.request.step or (upcoming.id if upcoming is not None else None)
+        if step is not None:
+            checkpoints.before_step(
+                self.ws, self.slug, step, self.current.key, self.clock.now(), self.env,
+                budget=checkpoints.COMMAND_BUDGET, again=first,
+            )  # fmt: skip
+
     def _nothing_open(self) -> bool:
         """No step the run answers for is open in the roadmap as it is now (a member's: its
         leased step)."""
@@ -446,6 +472,7 @@ class _Driver:
                 found = controls.read_stop(self.ws, slug)
                 fields["by"] = found.by if found else None
             _record(self.ws, ending, self.current, slug, self.clock, **fields)
+        undone = self._rollback(ending)  # before the count: the steps it opened again count
         row = _row(self.ws, self.slug, self.current)
         try:
             closed = max(0, self.open_at_start - scan(loading.load(self.ws, slug)).counts.open)
@@ -458,6 +485,11 @@ class _Driver:
         told = self._told(ending)
         for line in told.lines(self.host.TITLE):
             self.say(f"  {line}")
+        if isinstance(undone, str):
+            self.say(f"  not rolled back: {undone}")
+        elif undone is not None:
+            for line in rolled_back_lines(slug, undone):
+                self.say(f"  {line}")
         if told.next:
             self.say(f"  next: {visible(told.next)}")
         if ending == "complete":
@@ -465,6 +497,7 @@ class _Driver:
         return Result(
             ending, action.exit_code, slug, self.host.NAME, self.current.session, progress,
             closed, row, self.reproof, told,
+            undone if isinstance(undone, checkpoints.Rollback) else None,
         )  # fmt: skip
 
     def _told(self, ending: str) -> Told:
@@ -484,6 +517,21 @@ class _Driver:
             tuple(self.denied), self.host.ALLOW, self.failed if stalled else (),
             tuple(self.ignored), nxt,
         )  # fmt: skip
+
+    def _rollback(self, ending: str) -> checkpoints.Rollback | str | None:
+        """With --rollback-on-halt, a halt mid-step brings the workspace back to the checkpoint
+        before the step the run was on; why not, when it cannot."""
+        if not self.request.rollback_on_halt or ending not in ROLLBACK_ON:
+            return None
+        step = checkpoints.last_step(self.ws, self.slug)
+        if step is None:
+            return "no checkpoint was taken in this run"
+        try:
+            return checkpoints.rollback(
+                self.ws, self.slug, step, self.clock.now(), self.env, by="run"
+            )
+        except AgentcfgError as exc:
+            return str(exc)
 
 
 def _claim(
@@ -895,6 +943,18 @@ def _record(
     if current.driver:
         fields["driver"] = current.driver
     state.append_ledger(ws.state, state.event(name, clock.now(), current.key, slug, **fields))
+
+
+# the halts that leave a step half done: --rollback-on-halt undoes its work
+ROLLBACK_ON = frozenset({"halt-stall", "halt-restarts"})
+
+
+def rolled_back_lines(slug: str, undone: checkpoints.Rollback) -> list[str]:
+    """The ending's lines for a rollback the run made itself."""
+    from agentcfg.core.checkpoints import rolled_back
+
+    found = undone.checkpoint
+    return rolled_back(slug, found.step, found.ref, undone.attempt, undone.reopened)
 
 
 # what the person runs next, after a halt the run's proofs or its records caused

@@ -4,6 +4,7 @@ its switches and modes, halts that are told once, and the tokens each recorded f
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from syrupy.assertion import SnapshotAssertion
 
 from testing.simhost import SimulatedHost
 from tests import inprocess
-from tests.conftest import SESSION, fire, fixture_payload, run_cli
+from tests.conftest import FIXTURES, SESSION, fire, fixture_payload, run_cli
 from tests.helpers import events, ledger, run_file, started
 
 SPEND = {"input_tokens": 30, "output_tokens": 200, "cache_read_input_tokens": 5000,
@@ -254,3 +255,22 @@ def test_config_sets_the_token_budget_and_unknown_usage_is_null(ws: Path) -> Non
     host.reply("Working harder.")
     assert host.fire().exit_code == 0
     assert events(ws) == ["engage", "halt-token-budget"]
+
+
+def test_the_hook_names_the_first_ready_step_as_the_next(ws: Path) -> None:
+    """One agent follows the roadmap's order: 1.2 waits for 2.1, which needs only 1.1 (done),
+    and 1.3 waits for the step before it, so the hook's process names 2.1."""
+    demo = ws / "roadmaps" / "demo.md"
+    text = demo.read_text()
+    text = text.replace("- [ ] **1.2** Scope checkboxes to phases", "- [ ] **1.2** Scope "
+                        "checkboxes to phases <!-- needs: 2.1 -->")  # fmt: skip
+    demo.write_text(
+        text.replace("Walk the termination ladder", "Walk the ladder <!-- needs: 1.1 -->")
+    )
+    shutil.copy(FIXTURES / "transcript.jsonl", ws / "transcript.jsonl")
+    assert run_cli("sessions", "claim", "demo", "--session", SESSION).exit_code == 0
+    result = fire(ws, fixture_payload(1, ws), process=True)
+    assert result.returncode == 2
+    assert "2.1" in result.stderr and "Walk the ladder" in result.stderr
+    assert "Scope checkboxes" not in result.stderr
+    assert [(e["event"], e.get("step")) for e in ledger(ws)] == [("engage", "2.1")]

@@ -24,7 +24,7 @@ from agentcfg.core.texts import (
     stopped,
 )
 from agentcfg.errors import StateError
-from agentcfg.paths import CHECKS, FINALS, RUN_HOST_ENV
+from agentcfg.paths import CHECKPOINTS, CHECKS, FINALS, RUN_HOST_ENV
 from agentcfg.stop.context import HookContext
 from agentcfg.stop.dispatch import ALLOW, Verdict
 from agentcfg.stop.handed import Handed
@@ -132,6 +132,8 @@ class RunContinuation:
             step = {"step": upcoming.id} if upcoming else {}
             fields = {"iterations": after.iterations, "reply": ctx.reply_key, "tokens": usage}
             ctx.log("engage", **fields, **step, **_proven(ctx))
+            if upcoming is not None:
+                _checkpoint(ctx, claim.slug, upcoming.id)
         counts = scanned.counts if scanned else None
         if fire.unfinal and not fire.open:
             text = final_needed(claim.slug, after.iterations, ctx.caps.max_iterations)
@@ -212,6 +214,18 @@ class RunContinuation:
             or ctx.event.interrupted
             or ctx.config.mode == "off"
         )
+
+
+def _checkpoint(ctx: HookContext, slug: str, step: str) -> None:
+    """Before the agent starts on a step: the workspace kept as a checkpoint, once per step.
+    An explicit step of the fire, bounded and failing open (checkpoints.before_step); a fire
+    that engages the step the last checkpoint was for reads one small file and nothing more."""
+    found = state.read_json(ctx.ws.state / CHECKPOINTS / f"{slug}.json")
+    if found is not None and found.get("step") == step:
+        return
+    from agentcfg import checkpoints  # rare: the step engaged changed
+
+    checkpoints.before_step(ctx.ws, slug, step, ctx.key, ctx.now, ctx.env)
 
 
 def _blocked(ctx: HookContext, count: int) -> int:
