@@ -41,7 +41,9 @@ test-all: lint
 	$(VENV)/bin/pytest $(ORDER)
 
 # the unit suite (as `make pytest`) on each Python the package supports that this machine has,
-# each in a venv of its own; one missing is named and skipped
+# each in a venv of its own, then the stop hook's and the core's tests again with the
+# interpreter-private fast paths turned off (agentcfg/_speed.py); one Python missing is named
+# and skipped
 PYTHONS := 3.10 3.11 3.12 3.13
 PYENV_ROOT ?= $(HOME)/.pyenv
 test-matrix:
@@ -55,6 +57,7 @@ test-matrix:
 	  .venv-$$v/bin/python -m pip install --quiet --upgrade pip; \
 	  .venv-$$v/bin/python -m pip install --quiet -e '.[dev]'; \
 	  .venv-$$v/bin/pytest -m 'not slow'; \
+	  AGENTCFG_SPEED=plain .venv-$$v/bin/pytest -m 'not slow' tests/stop tests/core tests/test_speed.py; \
 	done
 
 # line coverage of the package, the hook's subprocesses included

@@ -44,13 +44,14 @@ def _alone(event: str, argv: list[str]) -> int:
     tracer does). Both would only free what the end of the process frees: collecting and
     freeing the thousands of objects a fire's imports make was an eighth of a warm fire.
     """
-    import atexit
     import gc
     import os
 
     gc.disable()
     code = _fire(event, argv)
-    if atexit._ncallbacks():
+    from agentcfg import _speed  # loaded by the fire already
+
+    if _speed.exit_waits():
         return code
     try:
         for stream in (sys.stdout, sys.stderr):

@@ -13,16 +13,24 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from hypothesis import settings
 
 from agentcfg import agents
 from agentcfg.cli import cli
 from agentcfg.commands import Clock
 from tests import inprocess
 
+# no property test fails for the time an example took on a busy machine: what it checks is
+# what it gives
+settings.register_profile("untimed", deadline=None)
+settings.load_profile("untimed")
+
 REPO = Path(__file__).resolve().parent.parent
 # payloads and a transcript captured from the real Claude Code 2.1.197
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "claude-code-2.1.197"
 SESSION = "afb489a7-bf1a-4175-8113-5340b825ddd1"
+# the interpreter-private fast paths turned off (agentcfg/_speed.py): kept for every process
+SPEED = "AGENTCFG_SPEED"
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
@@ -51,7 +59,7 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     shutil.copy(REPO / "roadmaps" / "demo.md", root / "roadmaps" / "demo.md")
     monkeypatch.chdir(root)
     for name in list(os.environ):
-        if name.startswith(
+        if name != SPEED and name.startswith(
             ("AGENTCFG_", "CLAUDE_", "CODEX_", "GEMINI_", "QWEN_", "COPILOT_", "OPENCODE_", "XDG_")
         ):
             monkeypatch.delenv(name)
@@ -106,7 +114,8 @@ def hook_env(root: Path, **extra: str) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("AGENTCFG_", "CLAUDE_", "XDG_")) and k not in agents.variables()
+        if k == SPEED
+        or (not k.startswith(("AGENTCFG_", "CLAUDE_", "XDG_")) and k not in agents.variables())
     }
     env.update({"AGENTCFG_ROOT": str(root), "HOME": str(root.parent / "home")})
     env["XDG_STATE_HOME"] = str(root.parent / "xdg")
@@ -164,12 +173,3 @@ def hook_process(
         preexec_fn=preexec,
         check=False,
     )
-
-
-def ledger(root: Path, claims: bool = False) -> list[dict[str, Any]]:
-    """The ledger's events; the `claimed` events that start runs only when asked for."""
-    path = root / "state" / "run-continuation.jsonl"
-    if not path.exists():
-        return []
-    events = [json.loads(line) for line in path.read_text().splitlines()]
-    return [e for e in events if claims or e["event"] != "claimed"]

@@ -18,7 +18,8 @@ from syrupy.assertion import SnapshotAssertion
 from agentcfg import checkpoints
 from agentcfg.errors import CheckpointError
 from agentcfg.workspace import Workspace
-from tests.conftest import FIXTURES, SESSION, fire, fixture_payload, hook_env, ledger, run_cli
+from tests.conftest import FIXTURES, SESSION, fire, fixture_payload, hook_env, run_cli
+from tests.helpers import ledger
 
 AT = 1_796_000_000.0  # 2026-11-30T00:53:20Z
 

@@ -3,7 +3,6 @@ branch and proven there, no step held by two members at once, a dead member's st
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
@@ -26,6 +25,7 @@ from agentcfg.fleet.leases import Lease, Store
 from agentcfg.run import driver
 from agentcfg.run.model import Progress
 from agentcfg.workspace import Workspace
+from tests.helpers import ledger
 from tests.test_leases import git
 
 STEPS = 6
@@ -67,11 +67,6 @@ def agent(env: dict[str, str], worked: list[tuple[str, str]]) -> Any:
     return work
 
 
-def ledger(ws: Workspace) -> list[dict[str, Any]]:
-    path = ws.state / "run-continuation.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
 def run_fleet(
     the_fleet: Fleet, members: list[Workspace], work: Any, env: dict[str, str]
 ) -> list[int]:
@@ -109,7 +104,7 @@ def test_three_members_do_every_step_once_and_the_fleet_branch_proves_each(
     assert text.count("- [x]") == STEPS
     for n in range(1, STEPS + 1):
         assert (root / f"s{n}.txt").exists()
-    events = ledger(Workspace(root))
+    events = ledger(Workspace(root), claims=True)
     assert sorted(e["step"] for e in events if e["event"] == "integrated") == sorted(
         step for _, step in worked
     )
@@ -175,7 +170,7 @@ def test_a_dead_members_step_is_taken_over_once_its_lease_runs_out(
     worked: list[tuple[str, str]] = []
     assert run_fleet(the_fleet, members[:2], agent(env, worked), env) == [0, 0]
     assert sorted(step for _, step in worked) == [f"1.{n}" for n in range(1, STEPS + 1)]
-    events = ledger(Workspace(root))
+    events = ledger(Workspace(root), claims=True)
     assert [e["step"] for e in events if e["event"] == "lease-expired"] == ["1.1"]
     assert (root / "roadmaps" / "demo.md").read_text().count("- [x]") == STEPS
 
@@ -219,7 +214,7 @@ def test_a_step_that_fails_on_the_fleets_branch_is_reopened_then_left_to_a_perso
     members = prepare_members(the_fleet, 2, env)
     worked: list[tuple[str, str]] = []
     assert run_fleet(the_fleet, members, agent(env, worked), env) == [13, 13]
-    events = ledger(Workspace(root))
+    events = ledger(Workspace(root), claims=True)
     reopened = [e for e in events if e["event"] == "reopened"]
     assert [(e["step"], e["reason"]) for e in reopened] == [("1.3", "reverify-failed")] * 2
     assert git(root, "rev-parse", "--verify", reopened[0]["branch"])  # kept for a person
@@ -245,7 +240,7 @@ def test_a_member_whose_lease_passed_on_does_not_integrate(
         return result
 
     assert member_loop(the_fleet, one, 1, work, env, timeout=30, sleep=time.sleep) == 0
-    events = ledger(Workspace(root))
+    events = ledger(Workspace(root), claims=True)
     assert [e["step"] for e in events if e["event"] == "lease-lost"] == ["1.1"]
     integrated = [e["step"] for e in events if e["event"] == "integrated"]
     assert integrated.count("1.1") == 1 and len(integrated) == STEPS  # done again, fenced once
@@ -316,7 +311,7 @@ def test_boxes_a_member_ticks_besides_its_own_step_are_reopened_on_integration(
     assert run_fleet(the_fleet, members, forger(env, worked), env) == [0, 0]
     # the union merge would have kept the forged ticks: every step was worked all the same
     assert sorted(step for _, step in worked) == [f"1.{n}" for n in range(1, STEPS + 1)]
-    integrated = [e for e in ledger(Workspace(root)) if e["event"] == "integrated"]
+    integrated = [e for e in ledger(Workspace(root), claims=True) if e["event"] == "integrated"]
     assert integrated[0]["unticked"] == [f"1.{n}" for n in range(1, STEPS + 1)
                                          if f"1.{n}" != integrated[0]["step"]]  # fmt: skip
     found = fleet_run.final_reproof(the_fleet, env)
@@ -342,7 +337,7 @@ def test_members_close_steps_with_the_evidence_of_the_fleets_baseline(
     the_fleet = plan(root, "demo", "claude", None, None, 60.0)
     members = prepare_members(the_fleet, 2, env)
     assert run_fleet(the_fleet, members, agent(env, []), env) == [0, 0]
-    graded = [e.get("evidence") for e in ledger(members[0]) + ledger(members[1])
+    graded = [e.get("evidence") for e in ledger(members[0], claims=True) + ledger(members[1], claims=True)
               if e["event"] == "verified"]  # fmt: skip
     assert graded and set(graded) == {"red-green"}
 

@@ -3,7 +3,6 @@ on the merged tree, and anything else leaves the fleet's branch as it was."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from agentcfg.contract import trust
 from agentcfg.errors import IntegrationError, UntrustedError
 from agentcfg.fleet.integrate import integrate
 from agentcfg.workspace import Workspace
+from tests.helpers import git
 
 ROADMAP = """---
 execution:
@@ -23,12 +23,6 @@ execution:
 - [ ] **1.2** Make b <!-- verify: test -f b.txt -->
 - [ ] **1.3** Make c <!-- verify: test -f c.txt && test ! -f broken.txt -->
 """
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
-    ).stdout.strip()
 
 
 @pytest.fixture

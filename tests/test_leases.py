@@ -11,14 +11,9 @@ import pytest
 
 from agentcfg.errors import LeaseError
 from agentcfg.fleet.leases import MAX_TTL, Store, ref_of
+from tests.helpers import git
 
 NOW = 1_800_000_000.0
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
-    ).stdout.strip()
 
 
 def make_repo(path: Path) -> Path:

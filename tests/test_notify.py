@@ -13,7 +13,8 @@ from syrupy.assertion import SnapshotAssertion
 from agentcfg import notify, state
 from agentcfg.config import validate
 from agentcfg.workspace import Workspace
-from tests.conftest import fire, fixture_payload, ledger, run_cli
+from tests.conftest import fire, fixture_payload, run_cli
+from tests.helpers import ledger
 from tests.stop.test_lean import probe
 
 ENDING_EVENTS = (

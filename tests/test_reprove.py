@@ -19,7 +19,8 @@ from agentcfg.contract.model import Contract, Receipt, Term, command_hash, text_
 from agentcfg.contract.verify import VerifyResult
 from agentcfg.core.roadmap import Step
 from agentcfg.workspace import Workspace
-from tests.conftest import ledger, run_cli, write_roadmap
+from tests.conftest import run_cli, write_roadmap
+from tests.helpers import ledger
 
 BODY = """## Phase 1
 - [ ] **1.1** Build the parser <!-- verify: true -->

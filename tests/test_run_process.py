@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import run_cli
+from tests.helpers import ledger
 
 AGENTCFG = [sys.executable, "-m", "agentcfg"]
 
@@ -63,8 +64,7 @@ class Host:
             time.sleep(0.05)
 
     def ledger(self) -> list[dict[str, Any]]:
-        path = self.root / "state" / "run-continuation.jsonl"
-        return [json.loads(line) for line in path.read_text().splitlines()]
+        return ledger(self.root, claims=True)
 
     def events(self) -> list[str]:
         return [e["event"] for e in self.ledger()]

@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 from agentcfg.run.model import EXIT_CODES
-from tests.conftest import cli_process, ledger, run_cli, write_roadmap
+from tests.conftest import cli_process, run_cli, write_roadmap
+from tests.helpers import ledger
 
 BODY = """## Phase 1 — Build
 - [ ] **1.1** Write the parser <!-- verify: true -->

@@ -21,7 +21,8 @@ from agentcfg.errors import StateError
 from agentcfg.paths import CONTRACTS, RECEIPTS
 from agentcfg.workspace import Workspace
 from testing.simhost import SimulatedHost
-from tests.conftest import hook_env, ledger, run_cli, write_roadmap
+from tests.conftest import hook_env, run_cli, write_roadmap
+from tests.helpers import ledger
 
 KEY = "0" * 32
 

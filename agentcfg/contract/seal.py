@@ -14,11 +14,13 @@ import contextlib
 import json
 import os
 import stat
-from _operator import _compare_digest
 
+from agentcfg import _speed
 from agentcfg.core.digest import hmac_sha256_hex
 from agentcfg.errors import StateError
 from agentcfg.paths import SEAL_KEY, user_state
+
+_compare_digest = _speed.compare_digest()  # constant time, without loading hashlib
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -1,9 +1,8 @@
-"""sha256 in hex from the interpreter's builtin module: `hashlib` loads OpenSSL, which the
-stop hook's lean path does without (and `hmac` loads `hashlib`). The module is `_sha2` from
-Python 3.12, `_sha256` before.
+"""sha256 in hex from the interpreter's builtin module (agentcfg/_speed.py): `hashlib` loads
+OpenSSL, which the stop hook's lean path does without (and `hmac` loads `hashlib`).
 
 The constructor is looked up once: a failed import is not remembered by the interpreter, so
-trying `_sha2` on every call would search the whole import path each time."""
+trying the builtin module on every call would search the whole import path each time."""
 
 from __future__ import annotations
 
@@ -49,12 +48,6 @@ def _pads(key: bytes) -> tuple[Any, Any]:
 
 
 def _constructor() -> Callable[[bytes], Any]:
-    try:
-        from _sha2 import sha256  # type: ignore[import-not-found, unused-ignore]
-    except ImportError:
-        try:
-            from _sha256 import sha256  # type: ignore[import-not-found, unused-ignore]
-        except ImportError:  # pragma: no cover - a build without either; hashlib loads OpenSSL
-            from hashlib import sha256
-    found: Callable[[bytes], Any] = sha256
-    return found
+    from agentcfg import _speed
+
+    return _speed.sha256()

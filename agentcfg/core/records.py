@@ -6,9 +6,9 @@ the same class statement builds a tuple class with what `collections.namedtuple`
 (fields by name, defaults, `_fields`, `_field_defaults`, `_make`, `_replace`, `_asdict`, its
 repr, pickling), without loading `typing` or `dataclasses` (which loads `inspect` and
 compiles several methods for each class), and without compiling a constructor for each
-class as `namedtuple` does: the constructor for each number of fields is written out below,
-and each class gets a copy of its code with its own field names. That matters to a process
-that lives for one stop fire (docs/architecture.md, section 4).
+class as `namedtuple` does (agentcfg/_speed.py: each class gets a copy of a constructor's
+code with its own field names). That matters to a process that lives for one stop fire
+(docs/architecture.md, section 4).
 """
 
 from __future__ import annotations
@@ -20,51 +20,18 @@ if TYPE_CHECKING:
     from typing import NamedTuple as Record
 else:
     import sys
-    from _collections import _tuplegetter
-    from types import FunctionType
+
+    from agentcfg import _speed
 
     _OWN = frozenset(("__module__", "__qualname__", "__annotations__"))
-    _tuple_new = tuple.__new__
-    _GLOBALS = {"_tuple_new": _tuple_new, "__builtins__": {}}
-    # the constructor of a record of each number of fields, its arguments named by each class;
-    # written out rather than compiled for each class (an engaged fire defines some forty)
-    # fmt: off
-    _CONSTRUCTORS = (
-        lambda _cls: _tuple_new(_cls, ()),
-        lambda _cls, f0: _tuple_new(_cls, (f0,)),
-        lambda _cls, f0, f1: _tuple_new(_cls, (f0, f1)),
-        lambda _cls, f0, f1, f2: _tuple_new(_cls, (f0, f1, f2)),
-        lambda _cls, f0, f1, f2, f3: _tuple_new(_cls, (f0, f1, f2, f3)),
-        lambda _cls, f0, f1, f2, f3, f4: _tuple_new(_cls, (f0, f1, f2, f3, f4)),
-        lambda _cls, f0, f1, f2, f3, f4, f5: _tuple_new(_cls, (f0, f1, f2, f3, f4, f5)),
-        lambda _cls, f0, f1, f2, f3, f4, f5, f6: _tuple_new(_cls, (f0, f1, f2, f3, f4, f5, f6)),
-        lambda _cls, f0, f1, f2, f3, f4, f5, f6, f7: _tuple_new(_cls, (f0, f1, f2, f3, f4, f5, f6, f7)),
-        lambda _cls, f0, f1, f2, f3, f4, f5, f6, f7, f8: _tuple_new(_cls, (f0, f1, f2, f3, f4, f5, f6, f7, f8)),
-        lambda _cls, f0, f1, f2, f3, f4, f5, f6, f7, f8, f9: _tuple_new(_cls, (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9)),
-        lambda _cls, f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10: _tuple_new(_cls, (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10)),
-        lambda _cls, f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11: _tuple_new(_cls, (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11)),
-        lambda _cls, f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12: _tuple_new(_cls, (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12)),
-        lambda _cls, f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13: _tuple_new(_cls, (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13)),
-        lambda _cls, f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14: _tuple_new(_cls, (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14)),
-        lambda _cls, f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15: _tuple_new(_cls, (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15)),
-        lambda _cls, f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16: _tuple_new(_cls, (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16)),
-        lambda _cls, f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17: _tuple_new(_cls, (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17)),
-        lambda _cls, f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18: _tuple_new(_cls, (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18)),
-        lambda _cls, f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19: _tuple_new(_cls, (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19)),
-    )
-    # fmt: on
     # what namedtuple's `_replace` raises for a name it lacks: TypeError from Python 3.13
     _REPLACE_ERROR = TypeError if sys.version_info >= (3, 13) else ValueError
 
     def _constructor(name, fields, defaults):
         """`__new__` taking the fields by position or name, as namedtuple's does."""
-        if len(fields) >= len(_CONSTRUCTORS):
-            raise TypeError(f"{name}: a record has at most {len(_CONSTRUCTORS) - 1} fields")
-        code = _CONSTRUCTORS[len(fields)].__code__
-        code = code.replace(co_varnames=("_cls", *fields), co_name="__new__")
-        if sys.version_info >= (3, 11):
-            code = code.replace(co_qualname=f"{name}.__new__")
-        return FunctionType(code, _GLOBALS, "__new__", tuple(defaults) or None)
+        if len(fields) > _speed.MAX_FIELDS:
+            raise TypeError(f"{name}: a record has at most {_speed.MAX_FIELDS} fields")
+        return _speed.constructor(name, fields, tuple(defaults))
 
     @classmethod
     def _make(cls, iterable):
@@ -119,7 +86,7 @@ else:
                 "__annotations__": namespace.get("__annotations__", {}),
             }
             for index, field in enumerate(fields):
-                own[field] = _tuplegetter(index, f"Alias for field number {index}")
+                own[field] = _speed.field_getter(index, f"Alias for field number {index}")
             for key, value in namespace.items():
                 if key not in _OWN and key not in fields:
                     own[key] = value

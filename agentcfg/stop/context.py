@@ -23,14 +23,18 @@ from agentcfg.errors import AgentcfgError
 from agentcfg.fleet import membership
 from agentcfg.hosts.base import StopEvent
 from agentcfg.paths import REFUSALS, session_key
-from agentcfg.transcript import Spent, TurnInfo, read_tail, read_turn
+from agentcfg.transcript import Spent, TurnInfo, read_turn
 from agentcfg.workspace import Workspace
 
 _NONE = Contract(None, 0.0, ())
 
 
 class HookContext:
-    """Everything the concerns of one fire may ask, each read at most once and only if asked."""
+    """Everything the concerns of one fire may ask, each read at most once and only if asked.
+
+    Facts only: reading a property never writes a file, runs a process or sets another field,
+    so any order of reading sees the same values. What a fire changes is done by the hook's
+    steps (stop/steps.py) and its concerns."""
 
     def __init__(
         self,
@@ -46,20 +50,14 @@ class HookContext:
         self.env = env
         self.now = now
         self.key = session_key(event.session_id)
-        self.problem: str | None = None  # why a claimed roadmap could not be read
-        self.lost: str | None = None  # why a pending claim this session showed did not bind
-        self.lease_lost: str | None = None  # the fleet step whose lease passed to another member
-        # what the fire has read so far, for the ledger: logging must not start a parse
-        self._scan: Scan | None = None
-        self._turn: str = event.turn_id
 
     @cached_property
     def held_claim(self) -> claims.Claim | None:
-        """This session's claim, live or stale, or the pending one its transcript shows (which
-        replaces the one it held: the session claimed again)."""
+        """This session's claim, live or stale (a pending one is bound to it by the hook's
+        adopt_pending step, before any concern asks)."""
         if not self.event.session_id:
             return None
-        return self._adopt() or claims.read_claim(self.ws, self.key)
+        return claims.read_claim(self.ws, self.key)
 
     @cached_property
     def claim(self) -> claims.Claim | None:
@@ -67,67 +65,52 @@ class HookContext:
         found = self.held_claim
         return None if found is None or claims.is_stale(self.ws, found) else found
 
-    def _adopt(self) -> claims.Claim | None:
-        from agentcfg.stop.preflight import any_pending
-
-        if not any_pending(str(self.ws.root)):
-            return None
-        shown = read_tail(self.event.transcript_path)
-        try:
-            return claims.adopt(self.ws, self.event.session_id, shown, self.now, controls.claim)
-        except AgentcfgError as exc:  # a peer claimed the roadmap, or a person stopped it
-            self.lost = str(exc)
-            return None
-
     @cached_property
     def stop(self) -> controls.Stop | None:
         """A person's stop on the claimed roadmap (`agentcfg stop`); None when it runs."""
         return controls.read_stop(self.ws, self.claim.slug) if self.claim else None
 
     @cached_property
-    def member(self) -> membership.Membership | None:
-        """This workspace's step lease in a fleet on the claimed roadmap (renewed here once
-        due), or None outside a fleet; a lease that passed to another member sets lease_lost."""
-        found = membership.read_membership(self.ws, self.claim.slug) if self.claim else None
-        if found is not None and not self._fits(found):
-            self.log("membership-ignored", step=found.step, member_slug=found.slug)
-            return None  # a lease on no step of this roadmap never narrows its open work
-        if found is None or self.now < found.renewal_due:
-            return found
-        try:
-            renewed = membership.renew(self.ws, found, self.now)
-        except AgentcfgError as exc:  # git could not be asked: the lease runs as it was
-            self.log("error", reason=f"lease renewal: {exc}")
-            return found
-        if renewed is None:
-            self.lease_lost = found.step
-        return renewed
-
-    def _fits(self, found: membership.Membership) -> bool:
-        """The membership leases a step the claimed roadmap has (a roadmap that cannot be read
-        has no step: its own rung tells)."""
-        roadmap = self.roadmap
-        return (
-            self.claim is not None
-            and found.slug == self.claim.slug
-            and roadmap is not None
-            and any(s.id == found.step for s in roadmap.steps)
-        )
+    def recorded_member(self) -> membership.Membership | None:
+        """This workspace's step lease in a fleet on the claimed roadmap, as recorded (the
+        hook's renew_lease step renews it once due); None outside a fleet."""
+        return membership.read_membership(self.ws, self.claim.slug) if self.claim else None
 
     @cached_property
-    def roadmap(self) -> Roadmap | None:
+    def member(self) -> membership.Membership | None:
+        """The fleet membership, when its lease is on a step the claimed roadmap has (a
+        roadmap that cannot be read has no step: its own rung tells); None otherwise."""
+        found = self.recorded_member
+        roadmap = self.roadmap
+        if found is None or roadmap is None or self.claim is None:
+            return None
+        if found.slug != self.claim.slug or not any(s.id == found.step for s in roadmap.steps):
+            return None
+        return found
+
+    @cached_property
+    def loaded(self) -> tuple[Roadmap | None, str | None]:
+        """The claimed roadmap, or None and why it could not be read (None without a claim)."""
         if self.claim is None:
-            return None
+            return None, None
         try:
-            return loading.load(self.ws, self.claim.slug)
+            return loading.load(self.ws, self.claim.slug), None
         except AgentcfgError as exc:
-            self.problem = str(exc)
-            return None
+            return None, str(exc)
+
+    @property
+    def roadmap(self) -> Roadmap | None:
+        return self.loaded[0]
+
+    @property
+    def problem(self) -> str | None:
+        """Why the claimed roadmap could not be read, once the fire has read it; None before."""
+        loaded = self.__dict__.get("loaded")
+        return None if loaded is None else loaded[1]
 
     @cached_property
     def scan(self) -> Scan | None:
-        self._scan = scan(self.roadmap) if self.roadmap is not None else None
-        return self._scan
+        return scan(self.roadmap) if self.roadmap is not None else None
 
     @cached_property
     def contract(self) -> tuple[Contract | None, str]:
@@ -180,8 +163,7 @@ class HookContext:
 
     @cached_property
     def turn(self) -> str:
-        self._turn = self.event.turn_id or self.transcript.turn
-        return self._turn
+        return self.event.turn_id or self.transcript.turn
 
     @cached_property
     def final_message(self) -> str:
@@ -243,14 +225,17 @@ class HookContext:
         return self.ws.state / REFUSALS / f"{self.key}.json"
 
     def log(self, event: str, **fields: object) -> None:
-        """Append one ledger event with the standard fields; never fails the fire."""
-        known = self._scan
+        """Append one ledger event with the standard fields; never fails the fire.
+
+        The turn and the roadmap's counts are those the fire has read so far: logging never
+        starts a read of the transcript or a parse of the roadmap."""
+        known: Scan | None = self.__dict__.get("scan")
         record = state.event(
             event,
             self.now,
             self.key,
             self.claim.slug if self.claim else None,
-            turn=self._turn,
+            turn=self.__dict__.get("turn", self.event.turn_id),
             open=known.counts.open if known else None,
             blocked=known.counts.blocked if known else None,
             host=self.event.host,

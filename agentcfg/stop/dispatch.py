@@ -8,13 +8,11 @@ become (an advisory concern leaves no trace of a refusal that never happens).
 
 from __future__ import annotations
 
-# `_signal`, the interpreter's own module: `signal` wraps it in enums, whose building costs a
-# fire more than everything the alarm below does
-import _signal  # type: ignore[import-not-found, unused-ignore]
 import contextlib
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
+from agentcfg import _speed
 from agentcfg.config import ChainEntry
 from agentcfg.core.records import Record
 
@@ -22,10 +20,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for every import
     from typing import Any, Protocol
 
+    from agentcfg.stop.handed import Handed
+
     class Concern(Protocol):
         name: str
 
-        def check(self, ctx: Any) -> Verdict: ...
+        def check(self, ctx: Any, handed: Handed) -> Verdict: ...
 
     Factory = Callable[[ChainEntry], Concern]  # a concern class, built with its chain entry
 
@@ -41,6 +41,7 @@ class Verdict(Record):
     kind: str  # "allow" | "warn" | "block"
     message: str = ""  # block: the text for the agent; allow or warn: a line for the person
     source: str = ""  # the concern that gave it
+    hands: Handed | None = None  # what the concerns after this one read of it; None: nothing new
 
     @property
     def blocks(self) -> bool:
@@ -65,13 +66,23 @@ def run_chain(
     entries: Sequence[ChainEntry],
     registry: Mapping[str, Factory],
     budget: float = CHAIN_BUDGET,
+    handed: Handed | None = None,
 ) -> tuple[Verdict, list[Outcome]]:
-    """Run every concern, each within its own limit and all within the chain's `budget`."""
+    """Run every concern, each within its own limit and all within the chain's `budget`.
+
+    Each concern is handed what the hook's steps and the concerns before it found (`handed`,
+    then each verdict's `hands`); a concern that fails hands on nothing new."""
+    if handed is None:
+        from agentcfg.stop.handed import NOTHING
+
+        handed = NOTHING
     deadline = time.monotonic() + budget
-    outcomes = [
-        _run_one(ctx, entry, registry, min(entry.timeout, deadline - time.monotonic()))
-        for entry in entries
-    ]
+    outcomes = []
+    for entry in entries:
+        limit = min(entry.timeout, deadline - time.monotonic())
+        outcome = _run_one(ctx, entry, registry, limit, handed)
+        outcomes.append(outcome)
+        handed = outcome.verdict.hands or handed
     return reduce([o.verdict for o in outcomes]), outcomes
 
 
@@ -85,13 +96,13 @@ def reduce(verdicts: Sequence[Verdict]) -> Verdict:
 
 
 def _run_one(
-    ctx: object, entry: ChainEntry, registry: Mapping[str, Factory], limit: float
+    ctx: object, entry: ChainEntry, registry: Mapping[str, Factory], limit: float, handed: Handed
 ) -> Outcome:
     try:
         if limit <= 0:
             raise ConcernTimeout("the chain's time budget is spent")
         with time_limit(limit):
-            verdict = registry[entry.name](entry).check(ctx)
+            verdict = registry[entry.name](entry).check(ctx, handed)
         if not isinstance(verdict, Verdict):
             raise TypeError(f"{entry.name} returned {type(verdict).__name__}, not a Verdict")
     except Exception as exc:
@@ -116,7 +127,7 @@ def _run_one(
 
 def _ceiling(entry: ChainEntry, verdict: Verdict) -> Verdict:
     if entry.severity == "advisory" and verdict.kind == "block":
-        return Verdict("warn", verdict.message, verdict.source)
+        return Verdict("warn", verdict.message, verdict.source, verdict.hands)
     return verdict
 
 
@@ -129,6 +140,7 @@ def time_limit(seconds: float) -> Iterator[None]:
     def expire(signum: int, frame: object) -> None:
         raise ConcernTimeout(f"over {seconds:g}s")
 
+    _signal = _speed.signals()
     try:
         previous = _signal.signal(_signal.SIGALRM, expire)
     except ValueError:  # not the main thread: no alarm available, run unbounded

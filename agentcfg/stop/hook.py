@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 
-from agentcfg import paths
+from agentcfg import _speed, paths
 from agentcfg.hosts.registry import DEFAULT, HOSTS, adapter, detect
 from agentcfg.stop import preflight
 
@@ -82,7 +82,7 @@ def _second_route(host: Host, root: str, env: Mapping[str, str]) -> bool:
 
     if not env.get(PLUGIN_ENV):
         return False
-    _import_pathlib()
+    _speed.import_pathlib()
     from pathlib import Path
 
     home = Path(env.get("HOME") or os.path.expanduser("~"))
@@ -111,7 +111,7 @@ def _decide(
 
     held, sys.stderr = sys.stderr, io.StringIO()
     try:
-        _import_pathlib()
+        _speed.import_pathlib()
         from pathlib import Path
 
         from agentcfg.config import load_config
@@ -136,38 +136,26 @@ def _decide(
         sys.stderr = held
 
 
-def _import_pathlib() -> None:
-    """Import pathlib without urllib.parse and ipaddress (a tenth of a warm fire).
-
-    Up to Python 3.12, pathlib imports `urllib.parse.quote_from_bytes` at import time for
-    `Path.as_uri` alone (3.13 imports it there, when called). While pathlib loads, a stand-in
-    module gives it a function that imports the real one on its first call.
-    """
-    if sys.version_info >= (3, 13) or "pathlib" in sys.modules or "urllib.parse" in sys.modules:
-        return
-
-    def quote_from_bytes(*args: object, **kwargs: object) -> str:
-        from urllib.parse import quote_from_bytes as real
-
-        return real(*args, **kwargs)  # type: ignore[arg-type]
-
-    stand_in = type(sys)("urllib.parse")
-    stand_in.quote_from_bytes = quote_from_bytes  # type: ignore[attr-defined]
-    sys.modules["urllib.parse"] = stand_in
-    try:
-        import pathlib  # noqa: F401
-    finally:
-        if sys.modules.get("urllib.parse") is stand_in:
-            del sys.modules["urllib.parse"]
-
-
 def decide(ctx: HookContext, budget: float | None = None) -> Verdict:
-    """Run the configured stop chain for one fire and record what went wrong in it."""
-    from agentcfg.stop.concerns import REGISTRY
-    from agentcfg.stop.dispatch import CHAIN_BUDGET, run_chain
+    """Run the hook's steps, then the configured stop chain, for one fire, all within the
+    chain's time; record what went wrong in them."""
+    import time
 
-    chain = ctx.config.chain
-    verdict, outcomes = run_chain(ctx, chain, REGISTRY, CHAIN_BUDGET if budget is None else budget)
+    from agentcfg.stop import steps
+    from agentcfg.stop.concerns import REGISTRY
+    from agentcfg.stop.dispatch import CHAIN_BUDGET, ConcernTimeout, run_chain, time_limit
+    from agentcfg.stop.handed import NOTHING
+
+    budget = CHAIN_BUDGET if budget is None else budget
+    started = time.monotonic()
+    handed = NOTHING
+    try:
+        with time_limit(budget):
+            handed = steps.run_steps(ctx, steps.BEFORE, handed)
+    except ConcernTimeout:  # the steps spent the fire's time: the chain allows, out of time
+        ctx.log("error", reason="the hook's steps ran out of time")
+    left = budget - (time.monotonic() - started)
+    verdict, outcomes = run_chain(ctx, ctx.config.chain, REGISTRY, left, handed)
     if ctx.problem is not None:
         ctx.log("error", reason=ctx.problem)
     for outcome in outcomes:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 
+from agentcfg import _speed
 from agentcfg.paths import CLAIMS, CONFIG_NAME, PENDING, STATE, session_key
 
 TYPE_CHECKING = False
@@ -18,35 +19,9 @@ if TYPE_CHECKING:
 PAYLOAD_LIMIT = 16 * 1024 * 1024
 
 
-class _Decoding:
-    # the attributes _json's scanner reads; the json package (and its re) is not loaded
-    strict = True
-    object_hook = None
-    object_pairs_hook = None
-    parse_float = float
-    parse_int = int
-    parse_constant = float
-    memo: dict[str, str] = {}  # noqa: RUF012
-
-
 def loads(text: str) -> object:
-    """json.loads for a JSON text, ValueError when it is not one."""
-    try:
-        from _json import make_scanner
-    except ImportError:  # pragma: no cover - CPython always has it
-        import json
-
-        return json.loads(text)
-    start = len(text) - len(text.lstrip())
-    try:
-        value, end = make_scanner(_Decoding)(text, start)  # type: ignore[arg-type]
-    except StopIteration:
-        raise ValueError("not JSON") from None
-    except RecursionError:
-        raise ValueError("JSON nested too deeply") from None
-    if text[end:].strip():
-        raise ValueError("extra data after JSON")
-    return value
+    """json.loads for a JSON text, ValueError when it is not one (without loading json)."""
+    return _speed.loads(text)
 
 
 def nothing_to_do(root: str, session_id: str, env: Mapping[str, str]) -> bool:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from tests.conftest import ledger, run_cli, write_roadmap
+from tests.conftest import run_cli, write_roadmap
+from tests.helpers import git, ledger
 
 BODY = """## Phase 1
 - [ ] **1.1** Build the parser <!-- verify: echo parsed -->
@@ -23,18 +23,6 @@ BODY = """## Phase 1
 
 def sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def git(root: Path, *args: str) -> str:
-    env = {
-        "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid",
-        "HOME": str(root.parent / "home"), "PATH": "/usr/bin:/bin",
-    }  # fmt: skip
-    done = subprocess.run(
-        ["git", *args], cwd=root, env=env, capture_output=True, text=True, check=True
-    )
-    return done.stdout.strip()
 
 
 @pytest.fixture

@@ -10,14 +10,8 @@ from syrupy.assertion import SnapshotAssertion
 
 from agentcfg import claims, controls
 from agentcfg.workspace import Workspace
-from tests.conftest import (
-    cli_process,
-    fire,
-    fixture_payload,
-    ledger,
-    run_cli,
-    write_roadmap,
-)
+from tests.conftest import cli_process, fire, fixture_payload, run_cli, write_roadmap
+from tests.helpers import ledger
 
 T0 = 1_790_000_000.0
 

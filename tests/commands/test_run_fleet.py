@@ -4,7 +4,6 @@ and nothing is left behind (no worktrees, no branches, no lease refs)."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -14,13 +13,7 @@ from agentcfg.fleet import drive as fleet_run
 from agentcfg.run import driver
 from agentcfg.workspace import Workspace
 from tests.conftest import run_cli
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(root), "-c", "user.name=p", "-c", "user.email=p@example.invalid", *args],
-        check=True, capture_output=True, text=True,
-    ).stdout  # fmt: skip
+from tests.helpers import git
 
 
 @pytest.fixture

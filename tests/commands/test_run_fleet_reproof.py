@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import REPO, run_cli
+from tests.helpers import git
 
 STEPS = 4
 ROADMAP = "---\nexecution:\n  mode: autonomous\n---\n## Phase 1\n" + "".join(
@@ -29,13 +30,6 @@ path = os.path.join(root, "roadmaps", "demo.md")
 text = open(path).read()
 open(path, "w").write(text.replace("- [ ]", "- [x]"))
 """
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(root), "-c", "user.name=p", "-c", "user.email=p@example.invalid", *args],
-        check=True, capture_output=True, text=True,
-    ).stdout  # fmt: skip
 
 
 def test_a_fleet_whose_members_tick_every_box_still_does_every_step(

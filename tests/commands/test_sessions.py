@@ -288,7 +288,7 @@ def test_stale_claim_is_ignored(ws: Path) -> None:
 
 
 def test_claim_starts_a_run_in_the_ledger(ws: Path, clock: list[float]) -> None:
-    from tests.conftest import ledger
+    from tests.helpers import ledger
 
     run_cli("sessions", "claim", "demo", "--session", "s1", "--max-iterations", "3", at=clock)
     events = ledger(ws, claims=True)

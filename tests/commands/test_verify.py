@@ -18,7 +18,8 @@ from agentcfg.contract import verify
 from agentcfg.workspace import Workspace
 from testing.simhost import SimulatedHost, mark_done
 from tests import inprocess
-from tests.conftest import cli_process, ledger, run_cli, write_roadmap
+from tests.conftest import cli_process, run_cli, write_roadmap
+from tests.helpers import ledger
 
 STEPS = """## Phase 1
 - [ ] **1.1** Passing step <!-- verify: echo all good -->

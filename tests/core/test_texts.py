@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import shlex
-
 import pytest
-from hypothesis import example, given
-from hypothesis import strategies as st
 from syrupy.assertion import SnapshotAssertion
 
 from agentcfg.core.ladder import Caps
@@ -19,7 +15,6 @@ from agentcfg.core.texts import (
     final_needed,
     note,
     refusal,
-    sh_quote,
 )
 
 
@@ -93,13 +88,6 @@ def test_a_step_without_verify_gets_a_runnable_no_verify_command() -> None:
 def test_close_commands_are_quoted_for_the_shell(label: str, step_id: str, command: str) -> None:
     named = Step(step_id, "open", "a", "true", None, 3, step_id.rsplit(".", 1)[0], label=label)
     assert close_command("demo", named) == command
-
-
-@given(st.text())
-@example("")
-@example("it's")
-def test_words_are_quoted_for_the_shell_as_shlex_quotes_them(word: str) -> None:
-    assert sh_quote(word) == shlex.quote(word)
 
 
 QUOTES = {

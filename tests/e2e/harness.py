@@ -18,6 +18,7 @@ from typing import Any
 
 from tests.e2e.fake_model import Script, serve
 from tests.e2e.limits import Limit
+from tests.helpers import ledger
 
 REPO = Path(__file__).resolve().parents[2]
 CACHE = REPO / ".e2e-cache"
@@ -48,9 +49,7 @@ class Run:
     proc: subprocess.CompletedProcess[str]
 
     def ledger(self) -> list[dict[str, Any]]:
-        path = self.root / "state" / "run-continuation.jsonl"
-        lines = path.read_text().splitlines() if path.exists() else []
-        return [json.loads(line) for line in lines]
+        return ledger(self.root, claims=True)
 
     def events(self) -> list[str]:
         return [e["event"] for e in self.ledger() if e["event"] != "claimed"]

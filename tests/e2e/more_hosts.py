@@ -6,13 +6,13 @@ only what its host gives it.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+from tests import helpers
 from tests.e2e.harness import AGENTCFG, binary
 
 PACKAGES = {"qwen": "qwen-0.24.4", "copilot": "copilot-1.0.102", "opencode": "opencode-1.18.33"}
@@ -56,9 +56,7 @@ def host_binary(host: str) -> str:
 
 def ledger(root: Path) -> list[dict[str, Any]]:
     """The run's events: the person's `trusted` before it belongs to no run."""
-    path = root / "state" / "run-continuation.jsonl"
-    lines = path.read_text().splitlines() if path.exists() else []
-    return [e for e in map(json.loads, lines) if e["event"] != "trusted"]
+    return helpers.ledger(root, claims=True, leave=("trusted",))
 
 
 def events(root: Path) -> list[str]:

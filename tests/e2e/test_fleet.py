@@ -17,6 +17,7 @@ from typing import Any
 
 from tests.e2e.harness import AGENTCFG, SLUG, TIMEOUT, agentcfg
 from tests.e2e.test_run import RunScript, claude_setup, model, with_url
+from tests.helpers import ledger
 
 STEPS = 6
 # independent steps: any open step may run beside the others
@@ -77,11 +78,6 @@ def fleet_project(tmp_path: Path, roadmap: str = ROADMAP) -> tuple[Path, dict[st
     return root, env
 
 
-def ledger(root: Path) -> list[dict[str, Any]]:
-    path = root / "state" / "run-continuation.jsonl"
-    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
-
-
 def start(root: Path, env: dict[str, str], url: str, ttl: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [AGENTCFG, "run", SLUG, "--host", "claude", "--agents", "3", "--lease-ttl", ttl,
@@ -98,7 +94,7 @@ def assert_fleet_done(root: Path, output: str) -> list[dict[str, Any]]:
         assert (root / "out" / f"1.{n}.txt").read_text().strip() == f"1.{n}", output
     assert subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True,
                           text=True).stdout == ""  # fmt: skip
-    events = ledger(root)
+    events = ledger(root, claims=True)
     integrated = [e["step"] for e in events if e["event"] == "integrated"]
     assert sorted(integrated) == [f"1.{n}" for n in range(1, STEPS + 1)], output
     held: dict[str, Any] = {}  # no step held by two members at once
@@ -167,9 +163,11 @@ def test_a_member_killed_mid_step_leaves_its_step_to_another(tmp_path: Path) -> 
     with model("claude", script) as url:
         proc = start(root, env, url, "40s")
         assert script.stalled.wait(timeout=TIMEOUT), "no member started step 1.1"
-        victim = next(e for e in ledger(root) if e["event"] == "leased" and e["step"] == "1.1")
+        victim = next(
+            e for e in ledger(root, claims=True) if e["event"] == "leased" and e["step"] == "1.1"
+        )
         started = next(
-            e for e in ledger(root)
+            e for e in ledger(root, claims=True)
             if e["event"] == "member-started" and e["member"] == victim["member"]
         )  # fmt: skip
         slow = running(Path(started["worktree"]), SLOW_MARK)

@@ -25,6 +25,7 @@ from tests.e2e.fake_model import Script, serve
 from tests.e2e.harness import AGENTCFG, SLUG, TIMEOUT, agentcfg, binary, interrupt, project
 from tests.e2e.limits import Limit
 from tests.e2e.test_codex import CONFIG
+from tests.helpers import ledger
 
 LONG_ROADMAP = """---
 execution: {mode: autonomous}
@@ -84,8 +85,7 @@ class Driven:
     proc: subprocess.CompletedProcess[str]
 
     def ledger(self) -> list[dict[str, Any]]:
-        lines = (self.root / "state" / "run-continuation.jsonl").read_text().splitlines()
-        return [json.loads(line) for line in lines]
+        return ledger(self.root, claims=True)
 
     def events(self) -> list[str]:
         return [e["event"] for e in self.ledger()]

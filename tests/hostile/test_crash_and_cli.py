@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -29,10 +29,63 @@ def state_is_sound(root: Path) -> None:
             json.loads(line)
 
 
+# a stop hook that kills itself at its `limit`-th file operation (an audit event: opening,
+# renaming, removing, locking a file); `count` instead writes a byte for each one to `tell`
+KILLER = """
+import os, signal, sys
+how, limit, tell = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+seen = [0]
+EVENTS = {"open", "os.rename", "os.replace", "os.remove", "os.unlink", "os.mkdir",
+          "os.truncate", "os.chmod", "fcntl.flock", "fcntl.lockf"}
+def hook(event, args):
+    if event in EVENTS:
+        seen[0] += 1
+        if how == "count":
+            os.write(tell, b".")
+        elif seen[0] >= limit:
+            os.kill(os.getpid(), signal.SIGKILL)
+sys.addaudithook(hook)
+sys.argv[1:] = ["hook", "stop"]
+from agentcfg.entry import main
+sys.exit(main())
+"""
+
+
+def fire_until(host: SimulatedHost, root: Path, limit: int, count: bool = False) -> int:
+    """One fire that kills itself at its `limit`-th file operation: its exit status (or, to
+    `count`, the number of file operations a whole fire makes)."""
+    read, write = os.pipe()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLER, "count" if count else "kill", str(limit), str(write)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=host.env,
+        cwd=root,
+        pass_fds=(write,),
+    )
+    os.close(write)
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps(host.payload()).encode())
+    proc.stdin.close()
+    seen = b""
+    while chunk := os.read(read, 65536):
+        seen += chunk
+    os.close(read)
+    code = proc.wait()
+    return len(seen) if count else code
+
+
 @pytest.mark.slow
 def test_hook_killed_at_random_moments(ws: Path) -> None:
+    """Fires killed at file operations a seeded draw picks, mostly inside the run, every
+    twentieth after it: whatever was torn, the state left is whole."""
     host = SimulatedHost(ws)
     host.human("go")
+    host.claim("demo")
+    host.reply("Counting.")
+    whole = fire_until(host, ws, 0, count=True)  # the file operations of one whole fire
+    assert whole > 0
     host.claim("demo")
     rng = random.Random(2026)
     survived = 0
@@ -41,21 +94,8 @@ def test_hook_killed_at_random_moments(ws: Path) -> None:
         if n % 25 == 0:  # now and then the roadmap changes, so some kills land mid-parse
             roadmap = ws / "roadmaps" / "demo.md"
             roadmap.write_text(roadmap.read_text() + f"\n<!-- edit {n} -->\n")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "agentcfg", "hook", "stop"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env=host.env,
-            cwd=ws,
-        )
-        assert proc.stdin is not None
-        proc.stdin.write(json.dumps(host.payload()).encode())
-        proc.stdin.close()
-        # mostly kills inside the run; every twentieth one late enough to let it finish
-        time.sleep(rng.uniform(0, 0.09) if n % 20 else 0.5)
-        proc.send_signal(signal.SIGKILL)
-        survived += proc.wait() != -signal.SIGKILL
+        limit = rng.randint(1, whole) if n % 20 else 10 * whole
+        survived += fire_until(host, ws, limit) != -signal.SIGKILL
         state_is_sound(ws)
         if n % 20 == 19:  # a run halts after a few engagements: start afresh now and then
             host.claim("demo")

@@ -9,7 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-from tests.conftest import hook_env, ledger
+from tests.conftest import hook_env
+from tests.helpers import ledger
 from tests.hostile.conftest import env_of
 from tests.hostile.harness import fire_hostile, payload, run_hostile
 

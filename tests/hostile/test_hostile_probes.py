@@ -14,7 +14,8 @@ import pytest
 from agentcfg import install
 from agentcfg.hosts.base import PLUGIN_ENV
 from agentcfg.hosts.registry import adapter
-from tests.conftest import fire, hook_env, ledger, run_cli
+from tests.conftest import fire, hook_env, run_cli
+from tests.helpers import ledger
 from tests.hostile.commands import cli
 from tests.hostile.harness import SESSION, payload
 

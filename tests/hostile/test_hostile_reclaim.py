@@ -23,7 +23,8 @@ from agentcfg.paths import RUNS
 from agentcfg.workspace import Workspace
 from testing.simhost import SimulatedHost, as_process
 from tests import inprocess
-from tests.conftest import FIXTURES, REPO, fire, fixture_payload, hook_env, ledger
+from tests.conftest import FIXTURES, REPO, fire, fixture_payload, hook_env
+from tests.helpers import git, ledger
 from tests.hostile.conftest import agent_env, env_of, say_to
 from tests.hostile.harness import SESSION, fire_hostile, payload, run_hostile
 
@@ -199,14 +200,6 @@ def test_the_plugin_s_run_command_keeps_the_run(claimed: Path) -> None:
             again = run_hostile(claimed, line.group(1).split(), 0, env=agent_env(claimed))
             assert "its run goes on as it was" in again.stdout
     assert kept(claimed, before)
-
-
-def git(cwd: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(cwd), *args],
-        check=True,
-        capture_output=True,
-    )
 
 
 def test_fleet_members_claiming_again_keep_each_its_own_step(

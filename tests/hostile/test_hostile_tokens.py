@@ -12,7 +12,8 @@ import pytest
 from agentcfg import state
 from agentcfg.hosts.registry import HOSTS, adapter
 from agentcfg.transcript import COUNT_LIMIT
-from tests.conftest import ledger, run_cli
+from tests.conftest import run_cli
+from tests.helpers import ledger
 from tests.hostile.commands import cli
 from tests.hostile.harness import SESSION, fire_hostile, payload
 

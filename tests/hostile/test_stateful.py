@@ -23,6 +23,7 @@ from agentcfg.hosts.base import StopEvent
 from agentcfg.stop.context import HookContext
 from agentcfg.stop.hook import decide
 from agentcfg.workspace import Workspace
+from tests.helpers import ledger
 
 MAX_ITERATIONS = 4
 MAX_TOKENS = 250
@@ -173,10 +174,7 @@ class Fires(RuleBasedStateMachine):
         assert self.recorded <= self.written, "a model call was recorded twice"
 
     def ledger(self) -> list[dict[str, object]]:
-        import json
-
-        path = self.folder / "state" / "run-continuation.jsonl"
-        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+        return ledger(self.folder, claims=True)
 
 
 # 300 sequences of up to 50 steps, in three cases that explore apart, so test workers share them

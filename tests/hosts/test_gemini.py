@@ -11,7 +11,8 @@ from pathlib import Path
 from agentcfg.claims import pending_name, session_key
 from agentcfg.hosts import gemini
 from agentcfg.hosts.registry import adapter, detect
-from tests.conftest import fire, hook_env, ledger, run_cli
+from tests.conftest import fire, hook_env, run_cli
+from tests.helpers import ledger
 from tests.hosts.shared import FIXTURES, captured, findings, write_lines
 
 GEMINI = FIXTURES / "gemini-cli-0.61.0"

@@ -16,7 +16,8 @@ import pytest
 
 from agentcfg import install
 from agentcfg.hosts import opencode
-from tests.conftest import ledger, run_cli
+from tests.conftest import run_cli
+from tests.helpers import ledger
 from tests.hosts.shared import FIXTURES
 
 NODE = shutil.which("node")

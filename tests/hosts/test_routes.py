@@ -14,7 +14,8 @@ from syrupy.assertion import SnapshotAssertion
 from agentcfg import install
 from agentcfg.hosts.base import PLUGIN_ENV, settings_hook
 from agentcfg.hosts.registry import HOSTS, adapter
-from tests.conftest import FIXTURES, SESSION, fire, fixture_payload, hook_env, ledger, run_cli
+from tests.conftest import FIXTURES, SESSION, fire, fixture_payload, hook_env, run_cli
+from tests.helpers import ledger
 from tests.hosts.shared import enable_claude, plugin_of, write
 
 

@@ -15,7 +15,8 @@ from syrupy.assertion import SnapshotAssertion
 from agentcfg import claims
 from testing.simhost import FireResult, SimulatedHost, mark_done
 from tests import inprocess
-from tests.conftest import ledger, write_roadmap
+from tests.conftest import write_roadmap
+from tests.helpers import ledger
 
 BODY = """## Phase 1 — Build
 - [ ] **1.1** Write the parser <!-- verify: true -->

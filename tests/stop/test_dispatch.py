@@ -12,7 +12,7 @@ class Fixed:
     def __init__(self, name: str, verdict: Verdict | Exception, seen: list[str], sleep: float = 0):
         self.name, self.verdict, self.seen, self.sleep = name, verdict, seen, sleep
 
-    def check(self, ctx: object) -> Verdict:
+    def check(self, ctx: object, handed: object) -> Verdict:
         self.seen.append(self.name)
         time.sleep(self.sleep)
         if isinstance(self.verdict, Exception):

@@ -10,7 +10,8 @@ import pytest
 
 from agentcfg.hosts.base import PLUGIN_ENV
 from agentcfg.stop.hook import main
-from tests.conftest import FIXTURES, fixture_payload, ledger, run_cli
+from tests.conftest import FIXTURES, fixture_payload, run_cli
+from tests.helpers import ledger
 
 
 class FaultyEnv(dict[str, str]):

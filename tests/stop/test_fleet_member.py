@@ -17,7 +17,8 @@ from agentcfg.fleet.leases import Store
 from agentcfg.fleet.membership import read_membership, remember
 from agentcfg.paths import FLEET
 from agentcfg.workspace import Workspace
-from tests.conftest import FIXTURES, SESSION, fire, fixture_payload, ledger, run_cli
+from tests.conftest import FIXTURES, SESSION, fire, fixture_payload, run_cli
+from tests.helpers import ledger
 
 
 def member(ws: Path, step: str, ttl: str = "15m") -> Path:

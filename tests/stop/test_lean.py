@@ -1,5 +1,5 @@
 """The stop hook's common path stays lean: no click, ruamel.yaml, markdown-it, typing,
-dataclasses, datetime, hashlib, importlib, signal, shlex, or urllib.parse (which pathlib loads
+dataclasses, datetime, hashlib, importlib, signal or urllib.parse (which pathlib loads
 up to Python 3.12) is loaded; a fire with nothing to do loads not even json, re or pathlib
 (listed in brackets)."""
 
@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import fixture_payload, hook_env, python_prints, run_cli, write_roadmap
+from agentcfg._speed import fast
+from tests.conftest import SPEED, fixture_payload, hook_env, python_prints, run_cli, write_roadmap
 
 PROBE = """
 import io, sys
@@ -21,7 +22,7 @@ from agentcfg.entry import main
 code = main(["hook", "stop"])
 heavy = sorted(m for m in ("click", "ruamel", "ruamel.yaml", "markdown_it", "typing", "hashlib",
                            "subprocess", "dataclasses", "datetime", "inspect", "importlib",
-                           "signal", "urllib.parse", "ipaddress", "shlex")
+                           "signal", "urllib.parse", "ipaddress")
                if m in sys.modules)
 heavy += sorted(f"({m})" for m in ("json", "re", "pathlib") if m in sys.modules)
 import json
@@ -34,7 +35,7 @@ def probe(root: Path, payload: dict[str, object], **env: str) -> dict[str, objec
         [sys.executable, "-c", PROBE, json.dumps(payload)],
         capture_output=True,
         text=True,
-        env=hook_env(root, **env),
+        env=hook_env(root, **{SPEED: "", **env}),  # the fast forms, which these tests are about
         cwd=root,
         check=False,
     )
@@ -95,14 +96,16 @@ def test_a_full_parse_of_one_line_items_under_headings_loads_no_markdown_parser(
 def test_pathlib_as_the_hook_loads_it_still_makes_uris() -> None:
     probe = (
         "import sys\n"
-        "from agentcfg.stop.hook import _import_pathlib\n"
-        "_import_pathlib()\n"
+        "from agentcfg._speed import import_pathlib\n"
+        "import_pathlib()\n"
         "from pathlib import Path\n"
         "print('urllib.parse' in sys.modules, Path('/a b/c').as_uri())\n"
         "from urllib.parse import quote_from_bytes, urlsplit\n"
         "print(quote_from_bytes(b'a b'), urlsplit('http://[::1]/x').hostname)\n"
     )
-    assert python_prints(probe).split("\n") == ["False file:///a%20b/c", "a%20b ::1", ""]
+    stood_in = fast("pathlib") or sys.version_info >= (3, 13)  # else pathlib loads it itself
+    shown = f"{not stood_in} file:///a%20b/c"
+    assert python_prints(probe).split("\n") == [shown, "a%20b ::1", ""]
 
 
 ALONE = """
@@ -159,7 +162,7 @@ def alone(root: Path, how: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-c", ALONE, json.dumps(fixture_payload(1, root)), how],
         capture_output=True,
         text=True,
-        env=hook_env(root),
+        env=hook_env(root, **{SPEED: ""}),  # the fast forms, which these tests are about
         cwd=root,
         check=False,
     )

@@ -26,6 +26,7 @@ from agentcfg.stop.context import HookContext
 from agentcfg.stop.dispatch import Verdict
 from agentcfg.stop.hook import decide
 from agentcfg.workspace import Workspace
+from tests.helpers import ledger
 
 ROADMAP = """---
 execution: {mode: autonomous}
@@ -118,11 +119,6 @@ ACTIONS = st.one_of(
 )
 
 
-def ledger(root: Path) -> list[dict[str, Any]]:
-    path = root / "state" / "run-continuation.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
 def said_why(events: list[str]) -> bool:
     """The run's latest decision in the ledger is a reason to rest, not a hold (the gate's own
     refusals hold only the fire that made them)."""
@@ -166,9 +162,9 @@ def play(host: str, actions: list[tuple[str, Any]]) -> list[str]:
             if verdict.blocks:
                 held.add(reply)
             elif reply not in held:
-                events = [e["event"] for e in ledger(folder)]
+                events = [e["event"] for e in ledger(folder, claims=True)]
                 assert said_why(events), f"{host}: the turn ended unexplained: {events}"
-        return [e["event"] for e in ledger(folder)]
+        return [e["event"] for e in ledger(folder, claims=True)]
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

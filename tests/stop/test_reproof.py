@@ -18,7 +18,8 @@ from agentcfg.contract import seal
 from agentcfg.core.times import iso_ms
 from agentcfg.paths import RECEIPTS, RUNS
 from testing.simhost import SimulatedHost, mark_done
-from tests.conftest import ledger, write_roadmap
+from tests.conftest import write_roadmap
+from tests.helpers import ledger
 
 BODY = """## Phase 1 — Build
 - [ ] **1.1** Write the parser <!-- verify: true -->

@@ -15,7 +15,8 @@ from agentcfg import claims
 from agentcfg.workspace import Workspace
 from testing.simhost import FireResult, SimulatedHost
 from tests import inprocess
-from tests.conftest import fire, ledger, run_cli, write_roadmap
+from tests.conftest import fire, run_cli, write_roadmap
+from tests.helpers import ledger
 
 
 def events(root: Path) -> list[str]:

@@ -18,7 +18,8 @@ from agentcfg.core.times import iso
 from agentcfg.workspace import Workspace
 from testing.simhost import FireResult, SimulatedHost, mark_done
 from tests import inprocess
-from tests.conftest import ledger, write_roadmap
+from tests.conftest import write_roadmap
+from tests.helpers import ledger
 
 BODY = """## Phase 1
 - [ ] **1.1** Write the parser <!-- verify: true -->

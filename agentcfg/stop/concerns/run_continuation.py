@@ -27,6 +27,7 @@ from agentcfg.errors import StateError
 from agentcfg.paths import CHECKPOINTS, CHECKS, FINALS, RUN_HOST_ENV
 from agentcfg.stop.context import HookContext
 from agentcfg.stop.dispatch import ALLOW, Verdict
+from agentcfg.stop.handed import Handed
 
 
 class RunContinuation:
@@ -35,12 +36,12 @@ class RunContinuation:
     def __init__(self, entry: ChainEntry) -> None:
         self.entry = entry
 
-    def check(self, ctx: HookContext) -> Verdict:
+    def check(self, ctx: HookContext, handed: Handed) -> Verdict:
         claim = ctx.held_claim
         if self._silent(ctx):
             return ALLOW
         if claim is None:
-            return ALLOW if ctx.lost is None else self._lost(ctx, ctx.lost)
+            return ALLOW if handed.lost is None else self._lost(ctx, handed.lost)
         if ctx.stop is not None:  # a person stopped the run: before any rung of the ladder
             return self._stopped(ctx, ctx.stop)
         scanned = ctx.scan  # None: the claimed roadmap is gone or unreadable
@@ -48,10 +49,11 @@ class RunContinuation:
         if roadmap is not None and not ctx.autonomous:
             return ALLOW
         member = ctx.member  # a fleet member works its leased step alone
-        if ctx.lease_lost is not None:
-            ctx.log("lease-lost", step=ctx.lease_lost)
-            return Verdict("warn", lease_lost(claim.slug, ctx.lease_lost), self.name)
-        refused = self._refused_turn(ctx)
+        if handed.lease_lost is not None:
+            ctx.log("lease-lost", step=handed.lease_lost)
+            return Verdict("warn", lease_lost(claim.slug, handed.lease_lost), self.name)
+        refusal = handed.refusal if handed.refusal and handed.refusal.turn == ctx.turn else None
+        refused = refusal.reply if refusal is not None and ctx.turn else None
         message = ctx.final_message
         judged = ctx.judgement
         if roadmap is None:
@@ -67,7 +69,7 @@ class RunContinuation:
             turn=ctx.turn,
             reply=ctx.reply_key,
             open_ids=open_ids,
-            changed=roadmap is not None and _halts_on_change(ctx),
+            changed=roadmap is not None and _halts_on_change(ctx, handed),
             checks=_refused_checks(ctx, claim.slug) if roadmap is not None else (),
             tampered=ctx.tampered is not None,
             blocked=blocked,
@@ -128,20 +130,25 @@ class RunContinuation:
             upcoming = next((s for s in ctx.roadmap.steps if s.id == ctx.member.step), None)
         if decision.event is not None:
             step = {"step": upcoming.id} if upcoming else {}
-            ctx.log(
-                "engage", iterations=after.iterations, reply=ctx.reply_key, tokens=usage,
-                **step, **_proven(ctx),
-            )  # fmt: skip
+            fields = {"iterations": after.iterations, "reply": ctx.reply_key, "tokens": usage}
+            ctx.log("engage", **fields, **step, **_proven(ctx))
             if upcoming is not None:
                 _checkpoint(ctx, claim.slug, upcoming.id)
         counts = scanned.counts if scanned else None
         if fire.unfinal and not fire.open:
-            return Verdict("block", final_needed(claim.slug, after.iterations,
-                                                 ctx.caps.max_iterations), self.name)  # fmt: skip
+            text = final_needed(claim.slug, after.iterations, ctx.caps.max_iterations)
+            return Verdict("block", text, self.name)
+        blocked = counts.blocked if counts else 0
         text = continuation(
-            claim.slug, fire.open, counts.blocked if counts else 0,
-            upcoming, after.iterations, ctx.caps.max_iterations, unproven, _reopened(ctx),
-        )  # fmt: skip
+            claim.slug,
+            fire.open,
+            blocked,
+            upcoming,
+            after.iterations,
+            ctx.caps.max_iterations,
+            unproven,
+            _reopened(ctx),
+        )
         return Verdict("block", text, self.name)
 
     def _lost(self, ctx: HookContext, reason: str) -> Verdict:
@@ -187,10 +194,8 @@ class RunContinuation:
         if event == "complete":  # what the proofs show, one word a step (core/evidence.py)
             record, words = _evidence(ctx, claim.slug)
             extra["evidence"], extra["words"] = record, words
-        ctx.log(
-            event, iterations=run.iterations, reply=ctx.reply_key, tokens=tokens,
-            **_proven(ctx), **extra,
-        )  # fmt: skip
+        fields = {"iterations": run.iterations, "reply": ctx.reply_key, "tokens": tokens}
+        ctx.log(event, **fields, **_proven(ctx), **extra)
         judged = ctx.judgement
         open_count = len(judged.open_ids) if judged else ctx.scan.counts.open if ctx.scan else 0
         problem = "; ".join(changes) if changes else record or ctx.problem or ""
@@ -209,15 +214,6 @@ class RunContinuation:
             or ctx.event.interrupted
             or ctx.config.mode == "off"
         )
-
-    @staticmethod
-    def _refused_turn(ctx: HookContext) -> str | None:
-        """The reply key the gate refused in this turn, if it refused one."""
-        marker = state.read_json(ctx.refusal_path())
-        if marker is None or marker.get("refused_turn") != ctx.turn or not ctx.turn:
-            return None
-        reply = marker.get("refused_reply")
-        return reply if isinstance(reply, str) else None
 
 
 def _checkpoint(ctx: HookContext, slug: str, step: str) -> None:
@@ -262,9 +258,10 @@ def _unfinal(ctx: HookContext) -> bool:
     return not finals.covers(finals.read_final(ctx.ws, claim.slug), found, roadmap)
 
 
-def _halts_on_change(ctx: HookContext) -> bool:
-    """The contract changed and stays so after the gate's one refusal (or no gate will
-    refuse it), or the run's contract record itself is missing, unreadable or edited."""
+def _halts_on_change(ctx: HookContext, handed: Handed) -> bool:
+    """The contract changed and stays so after the gate's one refusal (or the gate handed on
+    that it will not refuse it), or the run's contract record itself is missing, unreadable
+    or edited."""
     found, _problem = ctx.contract
     if found is None:
         return True
@@ -273,18 +270,7 @@ def _halts_on_change(ctx: HookContext) -> bool:
         return False
     if all(c.key in found.warned for c in judged.changes):
         return True
-    return not _gate_refuses_changes(ctx)
-
-
-def _gate_refuses_changes(ctx: HookContext) -> bool:
-    config = ctx.config
-    gate = any(e.name == "turn-end-gate" and e.severity != "advisory" for e in config.chain)
-    return (
-        gate
-        and "contract-change" in config.detectors
-        and config.mode != "shadow"
-        and bool(ctx.turn)
-    )
+    return not handed.gate_holds_changes
 
 
 def _changes(ctx: HookContext) -> list[str]:

@@ -24,6 +24,7 @@ from agentcfg.errors import StateError
 from agentcfg.paths import MARKS
 from agentcfg.stop.context import HookContext
 from agentcfg.stop.dispatch import ALLOW, Verdict
+from agentcfg.stop.handed import Handed, Refusal
 
 
 class TurnEndGate:
@@ -32,7 +33,7 @@ class TurnEndGate:
     def __init__(self, entry: ChainEntry) -> None:
         self.advisory = entry.severity == "advisory"
 
-    def check(self, ctx: HookContext) -> Verdict:
+    def check(self, ctx: HookContext, handed: Handed) -> Verdict:
         if (
             ctx.event.is_subagent
             or ctx.event.interrupted
@@ -41,19 +42,30 @@ class TurnEndGate:
             or ctx.stop is not None  # a person stopped the run: nothing may hold the agent
         ):
             return ALLOW
+        path = ctx.refusal_path()
+        # what run-continuation reads of the gate: a refusal it defers to, and whether a
+        # changed contract gets its one refusal here before the run halts on it
+        hands = handed._replace(
+            refusal=None if self.advisory else _refused(state.read_json(path), ctx.turn),
+            gate_holds_changes=not self.advisory
+            and "contract-change" in ctx.config.detectors
+            and ctx.config.mode != "shadow",
+        )
+        allow = Verdict("allow", hands=hands)
         if ctx.config.gate_scope == "claimed" and not ctx.autonomous:
-            return ALLOW
+            return allow
         changed = _changed_steps(ctx)
         if ctx.paused:
-            return ALLOW
-        path = ctx.refusal_path()
+            return allow
         try:
             with state.locked(path.with_suffix(".lock")):
                 found = self._refuse(ctx, changed, path)
         except (StateError, OSError):
-            return ALLOW  # a refusal that cannot be remembered could repeat: let the turn end
+            return allow  # a refusal that cannot be remembered could repeat: let the turn end
         if found is None:
-            return ALLOW
+            return allow
+        if not self.advisory:
+            hands = hands._replace(refusal=Refusal(ctx.turn, ctx.reply_key))
         detector, quote, step = found
         extra: dict[str, object] = {"step": step.id} if step else {}
         fresh = _fresh_changes(ctx) if detector == "contract-change" else ()
@@ -65,7 +77,7 @@ class TurnEndGate:
         quoted = state.ledger_quote(quote, ctx.config.ledger_quotes)
         ctx.log("refused", detector=detector, quote=quoted, **extra)
         if ctx.config.mode == "shadow":
-            return ALLOW  # recorded as it would have been refused, never blocked
+            return Verdict("allow", hands=hands)  # recorded as it would have been refused
         slug = ctx.claim.slug if ctx.claim else ""
         if fresh and not self.advisory:
             with contextlib.suppress(StateError, OSError):  # unremembered: the next end halts
@@ -77,7 +89,7 @@ class TurnEndGate:
             step=step.name if step else "",
             command=(step.verify or "") if step else "",
         )
-        return Verdict("block", text, self.name)
+        return Verdict("block", text, self.name, hands)
 
     def _refuse(
         self, ctx: HookContext, changed: Changed, path: Path
@@ -173,6 +185,14 @@ def _changed_steps(ctx: HookContext) -> Changed:
         if s.mark == "done" and s.verify and not proven_since(ctx.ws, slug, s.id, seen_at)
     ]
     return unproven, [s for s in left if s.mark in ("cancelled", "deferred") or s.blocked]
+
+
+def _refused(marker: dict[str, object] | None, turn: str) -> Refusal | None:
+    """The refusal the gate's marker remembers for this turn, if it refused one."""
+    if marker is None or marker.get("refused_turn") != turn:
+        return None
+    reply = marker.get("refused_reply")
+    return Refusal(turn, reply) if isinstance(reply, str) else None
 
 
 def _how(step: Step) -> str:
