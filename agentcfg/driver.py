@@ -112,8 +112,12 @@ class Prepared:
     roadmap: Roadmap
 
 
-def prepare(ws: Workspace, request: Request, env: Mapping[str, str], home: Path) -> Prepared:
-    """Everything checked before anything starts; AgentcfgError with one line otherwise."""
+def prepare(
+    ws: Workspace, request: Request, env: Mapping[str, str], home: Path, hook: bool = True
+) -> Prepared:
+    """Everything checked before anything starts; AgentcfgError with one line otherwise.
+    Without `hook`, whether the stop hook is installed here is not asked (a fleet installs it
+    in each member's worktree)."""
     try:
         host = registry.adapter(request.host)
     except KeyError:
@@ -146,7 +150,8 @@ def prepare(ws: Workspace, request: Request, env: Mapping[str, str], home: Path)
             f"roadmap `{slug}` was stopped by {stopped.by} at {iso(stopped.stopped_at)}: "
             f"`agentcfg resume {slug}` first"
         )
-    if settings_hook(host, ws.root, home, env) is None and host.plugin(ws.root, home, env) is None:
+    installed = settings_hook(host, ws.root, home, env) or host.plugin(ws.root, home, env)
+    if hook and installed is None:
         raise AgentcfgError(
             f"the stop hook is not installed for {host.TITLE}: run "
             f"`agentcfg hooks install --host {host.NAME}` first"
@@ -347,12 +352,18 @@ class _Driver:
                 fields["by"] = found.by if found else None
             _record(self.ws, ending, self.current, slug, self.clock, **fields)
         row = _row(self.ws, self.current)
+        step = self.request.step
         try:
-            closed = max(0, self.open_at_start - scan(loading.load(self.ws, slug)).counts.open)
+            now_open = [s for s in loading.load(self.ws, slug).steps if s.is_open]
+            closed = max(0, self.open_at_start - len(now_open))
+            if step is not None:  # a member's run closes its leased step, or none
+                closed = int(all(s.id != step for s in now_open))
         except AgentcfgError:
             closed = 0
         summary = self.reproof.summary() if self.reproof is not None else None
-        self.say(plan.ending_text(ending, action.exit_code, slug, closed, row, progress, summary))
+        self.say(
+            plan.ending_text(ending, action.exit_code, slug, closed, row, progress, summary, step)
+        )
         for line in _told(self.ws, self.current, ending):
             self.say(f"  {line}")
         if ending in NEXT:

@@ -135,7 +135,7 @@ def run(
     if lease_ttl is not None:
         check_ttl(lease_ttl)
     request = driver.Request(slug, host, policy, extra, force or member is not None, fresh_per_step)
-    ready = driver.prepare(ws, request, os.environ, Path.home())
+    ready = driver.prepare(ws, request, os.environ, Path.home(), hook=agents is None)
     signal.signal(signal.SIGTERM, driver.on_sigterm)
 
     def baseline() -> None:  # each open step's check once before the work, unless told not to
@@ -154,6 +154,7 @@ def run(
         code = fleet_run.run_fleet(
             ws, slug, host, agents, into, coordinate, lease_ttl or TTL,
             [*options, "--", *extra], baseline=baseline,
+            member_check=lambda tree: driver.prepare(tree, request, os.environ, Path.home()),
         )  # fmt: skip
         raise SystemExit(code)
     if member is not None and fleet_root is not None:  # a fleet's member: the fleet's leases
@@ -166,6 +167,7 @@ def run(
                 lambda tree, step: driver.drive(
                     tree, replace(request, step=step), ready, env, clock(), shown
                 ),
+                say=shown,
             )
         )  # fmt: skip
     say(_store_line(ws.root, ready, extra), err=as_json)
