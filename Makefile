@@ -22,6 +22,7 @@ lint: install
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/shellcheck plugin/bin/agentcfg
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/actionlint  # the workflows, their scripts by shellcheck
 
 # the unit suite less its long property, stateful, kill and scale tests (`slow`), in file order
 pytest: install
