@@ -9,8 +9,11 @@ import json
 from pathlib import Path
 
 import pytest
+from syrupy.assertion import SnapshotAssertion
 
 from agentcfg import audit, carried, fleet_run, loading, trust
+from agentcfg.core import unattended
+from agentcfg.core.unattended import Progress
 from agentcfg.errors import AgentcfgError
 from agentcfg.fleet_run import member_loop, plan, prepare_members
 from agentcfg.install import hook_command
@@ -194,3 +197,25 @@ def test_what_would_stop_every_member_is_one_line_before_any_starts(
 def _ledger(root: Path) -> list[dict[str, object]]:
     path = root / "state" / "run-continuation.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_what_a_member_says_at_its_ends(snapshot: SnapshotAssertion) -> None:
+    the_fleet = fleet_run.Fleet(Path("/w"), "demo", "main", "claude")
+    texts = [
+        unattended.ending_text(
+            "complete",
+            0,
+            "demo",
+            1,
+            {"engagements": 2, "tokens": {"total": 1200}, "wall_seconds": 42.0},
+            Progress(1),
+            "re-proof 1 step in 0.1 s",
+            step="1.3",
+        ),
+        unattended.ending_text("halt-stall", 12, "demo", 0, None, Progress(2, 1), step="1.3"),
+        fleet_run._member_end(
+            the_fleet, ["1.3", "1.5"], "no step is left open on the fleet's branch"
+        ),
+        fleet_run._member_end(the_fleet, [], "step 1.2 ended halt-stall"),
+    ]
+    assert "\n".join(texts) == snapshot
