@@ -147,8 +147,13 @@ def hook_for(host: str, member: Workspace, env: Mapping[str, str]) -> Path | Non
     except InstallError as exc:
         raise AgentcfgError(f"cannot install the stop hook in a member's worktree: {exc}") from None
     path = wiring.changes[0].path
-    if settings_hook(spec, member.root, home, env) != path:
-        raise AgentcfgError(f"the stop hook written to {path} does not run for {spec.TITLE}")
+    unmet = [f.message for f in wiring.missing if f.level == "error"]
+    if unmet or settings_hook(spec, member.root, home, env) != path:
+        why = unmet[0] if unmet else f"{spec.TITLE} does not read it"
+        raise AgentcfgError(
+            f"the stop hook written to {path} would not run: {why}; install it once for your "
+            f"user instead: agentcfg hooks install --host {host} --scope user"
+        )
     return path
 
 

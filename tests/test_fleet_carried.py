@@ -219,3 +219,19 @@ def test_what_a_member_says_at_its_ends(snapshot: SnapshotAssertion) -> None:
         fleet_run._member_end(the_fleet, [], "step 1.2 ended halt-stall"),
     ]
     assert "\n".join(texts) == snapshot
+
+
+def test_a_hook_the_host_would_not_run_in_the_worktree_is_told_with_its_fix(
+    repo: tuple[Path, dict[str, str]],
+) -> None:
+    """Codex runs a project's hooks only in a project the person trusted in their own config:
+    the fleet never writes that trust for them, it says what would stop the member."""
+    root, env = repo
+    the_fleet = plan(root, "demo", "codex", None, None, 60)
+    with pytest.raises(AgentcfgError) as raised:
+        prepare_members(the_fleet, 1, {**env, "CODEX_HOME": str(root.parent / "codex-home")})
+    message = str(raised.value)
+    assert message.startswith("the stop hook written to ") and "would not run: " in message
+    assert message.endswith(
+        "install it once for your user instead: agentcfg hooks install --host codex --scope user"
+    )
