@@ -11,12 +11,14 @@ from pathlib import Path
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from agentcfg import audit, carried, fleet_run, loading, trust
-from agentcfg.core import unattended
-from agentcfg.core.unattended import Progress
+from agentcfg import loading
+from agentcfg.contract import audit, carried, trust
 from agentcfg.errors import AgentcfgError
-from agentcfg.fleet_run import member_loop, plan, prepare_members
+from agentcfg.fleet import drive as fleet_run
+from agentcfg.fleet.drive import member_loop, plan, prepare_members
 from agentcfg.install import hook_command
+from agentcfg.run import model as unattended
+from agentcfg.run.model import Progress
 from agentcfg.workspace import Workspace
 from tests.test_fleet_run import ROADMAP, STEPS, agent, run_fleet
 from tests.test_leases import git

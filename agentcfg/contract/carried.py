@@ -11,7 +11,8 @@ A receipt whose seal holds with this person's key is theirs as any other sealed 
 
 from __future__ import annotations
 
-from agentcfg import seal, state
+from agentcfg import state
+from agentcfg.contract import seal
 from agentcfg.errors import StateError
 from agentcfg.paths import CARRIED, LOCKS, STATE
 from agentcfg.workspace import Workspace
