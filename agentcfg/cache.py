@@ -17,8 +17,8 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
 
     T = TypeVar("T")
 
-VERSION = 4  # 2: steps carry label, started, tags and detail; 3: records as lists;
-# 4: a roadmap's problems name a `mode:` outside `execution:`
+VERSION = 5  # 2: steps carry label, started, tags and detail; 3: records as lists;
+# 4: a roadmap's problems name a `mode:` outside `execution:`; 5: steps' needs, the order
 CACHE_LIMIT = 64 * 1024 * 1024
 
 

@@ -113,6 +113,7 @@ def cli() -> None:
 
 def _register() -> None:
     from agentcfg.commands import (
+        checkpoints,
         controls,
         doctor,
         hook,
@@ -137,6 +138,8 @@ def _register() -> None:
         watch.watch,
         leases.leases,
         run.run,
+        checkpoints.checkpoints_command,
+        checkpoints.rollback,
     ):
         cli.add_command(group)
 

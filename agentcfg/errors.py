@@ -25,6 +25,10 @@ class ClaimError(AgentcfgError):
     """A claim cannot be made or released."""
 
 
+class CheckpointError(AgentcfgError):
+    """A checkpoint cannot be taken, found or restored."""
+
+
 class InstallError(AgentcfgError):
     """A host's config file cannot be read or changed safely."""
 

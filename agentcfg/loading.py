@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentcfg import cache
+from agentcfg.core.order import readiness, waits_json
 from agentcfg.core.roadmap import (
     DEFAULT_MODE,
     Counts,
@@ -70,6 +71,7 @@ def _dump(roadmap: Roadmap) -> dict[str, Any]:
         "phases": roadmap.phases,
         "steps": roadmap.steps,
         "problems": roadmap.problems,
+        "order": roadmap.order,
     }
 
 
@@ -81,14 +83,15 @@ def _restore(data: Any) -> Roadmap | None:
             tuple(map(Phase._make, data["phases"])),
             tuple(map(_step, data["steps"])),
             tuple(map(Problem._make, data["problems"])),
+            data["order"],
         )
     except (TypeError, KeyError, ValueError):
         return None
 
 
 def _step(fields: list[Any]) -> Step:
-    *rest, tags, detail = fields  # its last two fields come back from JSON as lists
-    return Step._make((*rest, tuple(tags), tuple(detail)))
+    *rest, tags, detail, needs = fields  # its last three come back from JSON as lists
+    return Step._make((*rest, tuple(tags), tuple(detail), tuple(needs)))
 
 
 def step_json(step: Step | None) -> dict[str, Any] | None:
@@ -117,11 +120,15 @@ def counts_json(counts: Counts) -> dict[str, int]:
 def status(slug: str, roadmap: Roadmap) -> dict[str, Any]:
     """The `roadmap status --json` shape."""
     result = scan(roadmap)
+    found = readiness(roadmap)
     return {
         "slug": slug,
         "mode": roadmap.mode or DEFAULT_MODE,
         **counts_json(result.counts),
         "next": step_json(result.next),
+        "order": roadmap.order,
+        "ready": [step.id for step in found.ready],
+        "waiting": waits_json(found.waiting),
         "phases": [
             {"id": phase.id, "title": phase.title, **counts_json(counts)}
             for phase, counts in result.phases

@@ -79,6 +79,7 @@ class LedgerTail:
         self.tokens: dict[tuple[str, str], int] = {}
         self.resumes: dict[tuple[str, str], float] = {}  # the waits of `agentcfg run`
         self.fleet = Fleet()  # fleets on the workspace's roadmaps: members, leases, integrations
+        self.waits: dict[str, str] = {}  # a fleet member waiting for a step to be ready: on what
         # the report's own fold: a run's outcome is told in one place, for every view
         self.runs = Folder(keep=1)
 
@@ -114,9 +115,15 @@ class LedgerTail:
             return
         if not isinstance(event, dict):
             return
+        if event.get("event") == "waiting":
+            self.waits[str(event.get("member", "?"))] = waited(event)
+            return
         if event.get("event") in FLEET_EVENTS:
             self.fleet.add(str(event["event"]), event)
+            self.waits.pop(str(event.get("member", "?")), None)
             return
+        if event.get("event") == "fleet-end":
+            self.waits.clear()
         key = (event.get("run"), event.get("slug"))
         at = parse_iso(event.get("at"))
         if not all(isinstance(k, str) for k in key) or at is None:
@@ -264,10 +271,30 @@ def render(views: list[RunView], now: float, width: int | None = None) -> Table:
     return table
 
 
-def fleet_table(fleet: dict[str, Any] | None, now: float, width: int | None = None) -> Table | None:
-    """The fleets' members, who holds which step now, and each member's lane: its leases on one
-    time axis from the fleet's first lease to now. None when the ledger saw no fleet. Under
-    NARROW columns the lanes are shorter and only integrations are counted."""
+def waited(event: dict[str, Any]) -> str:
+    """A `waiting` event in a few words: `waiting: 1.2 waits for 1.1`."""
+    waits = event.get("waits")
+    parts = [
+        f"{step} waits for {', '.join(map(str, on))}"
+        for step, on in (waits.items() if isinstance(waits, dict) else ())
+        if isinstance(on, list)
+    ]
+    busy = event.get("in_progress")
+    if not parts and isinstance(busy, list):
+        parts = [f"{', '.join(map(str, busy))} in progress"]
+    return "waiting: " + ("; ".join(parts[:2]) + ("; ..." if len(parts) > 2 else "") or "-")
+
+
+def fleet_table(
+    fleet: dict[str, Any] | None,
+    now: float,
+    width: int | None = None,
+    waits: dict[str, str] | None = None,
+) -> Table | None:
+    """The fleets' members, who holds which step now (or what a member waits for), and each
+    member's lane: its leases on one time axis from the fleet's first lease to now. None when
+    the ledger saw no fleet. Under NARROW columns the lanes are shorter and only integrations
+    are counted."""
     if not fleet:
         return None
     narrow = width is not None and width < NARROW
@@ -292,13 +319,17 @@ def fleet_table(fleet: dict[str, Any] | None, now: float, width: int | None = No
     for held in fleet["holding"]:
         holding.setdefault(held["member"], []).append(f"{held['slug']} {held['step']}")
     cells = LANE_WIDTH // 2 if narrow else LANE_WIDTH
-    for member, done in fleet["members"].items():
+    members = dict(fleet["members"])
+    for member in sorted(waits or {}):  # a member that has waited from the start
+        members.setdefault(member, {"leased": 0, "integrated": 0, "reopened": 0})
+    for member, done in members.items():
+        doing = ", ".join(holding.get(member, [])) or (waits or {}).get(member) or "-"
         row: dict[str, Text | str] = {
             "member": Text(visible(member)),
             "leased": str(done["leased"]),
             "integrated": str(done["integrated"]),
             "reopened": str(done["reopened"]),
-            "holding now": Text(visible(", ".join(holding.get(member, [])) or "-")),
+            "holding now": Text(visible(doing)),
             "lane": _lane(lanes.get(member, []), start, now, cells),
         }
         table.add_row(*(row[name] for name in shown))
@@ -413,7 +444,7 @@ def follow(
 def _screen(
     views: list[RunView], ledger: LedgerTail, now: float, width: int | None = None
 ) -> RenderableType:
-    fleet = fleet_table(ledger.fleet.to_json(), now, width)
+    fleet = fleet_table(ledger.fleet.to_json(), now, width, ledger.waits)
     runs = render(views, now, width)
     return runs if fleet is None else Group(runs, fleet)
 

@@ -15,7 +15,7 @@ from agentcfg.core.roadmap import parse_roadmap
 from agentcfg.errors import LeaseError, StepError
 from agentcfg.fleet.leases import Store
 from agentcfg.fleet.membership import read_membership, renew
-from agentcfg.fleet.steps import join, lease_step, require_lease
+from agentcfg.fleet.steps import candidates, join, lease_step, require_lease
 from agentcfg.workspace import Workspace
 from tests.conftest import hook_env
 from tests.test_leases import git, make_repo
@@ -23,7 +23,7 @@ from tests.test_leases import git, make_repo
 NOW = 1_800_000_000.0
 CLONES = 3  # of one shared remote, where sessions race to claim with --step
 ROADMAP = parse_roadmap(
-    "## Phase 1\n"
+    "---\nexecution: {mode: autonomous, fleet: {order: free}}\n---\n## Phase 1\n"
     "- [x] **1.1** done already\n"
     "- [ ] **1.2** first open\n"
     "- [ ] **1.3** blocked <!-- blocked-by: design -->\n"
@@ -48,6 +48,23 @@ def test_members_get_the_steps_open_to_the_fleet_in_order_a_started_one_first(
     assert [take(store, f"s-{n}") for n in range(3)] == ["1.5", "1.2", "1.4"]
     with pytest.raises(LeaseError, match="no open step that another member does not hold"):
         take(store, "s-3")
+
+
+def test_in_the_roadmaps_order_members_get_only_the_ready_steps(store: Store) -> None:
+    ordered = parse_roadmap(
+        "## Phase 1\n- [x] **1.1** done\n- [ ] **1.2** a\n- [ ] **1.3** [P] beside a\n"
+        "- [ ] **1.4** after both\n- [ ] **1.5** any time <!-- needs: 1.1 -->\n"
+    )
+
+    def taken(holder: str) -> str:
+        lease, _ = lease_step(store, ordered, "demo", holder, "auto", host="claude", now=NOW)
+        return lease.step
+
+    assert [taken(f"s-{n}") for n in range(3)] == ["1.2", "1.3", "1.5"]
+    told = r"ready .*: 1\.4 waits for 1\.2 \(in progress\), 1\.3 \(in progress\)$"
+    with pytest.raises(LeaseError, match=told):
+        taken("s-3")
+    assert [step.id for step in candidates(ordered, {"1.2"})] == ["1.3", "1.5"]
 
 
 def test_a_member_holds_one_step_at_a_time(store: Store) -> None:
@@ -87,7 +104,9 @@ def members(ws: Path, n: int) -> list[Workspace]:
 def test_joining_leases_a_step_remembers_it_and_records_it(ws: Path) -> None:
     one, two = members(ws, 2)
     assert join(one, "demo", "auto", host="claude", coordinate=None, now=NOW, ttl=60).step == "1.2"
-    assert join(two, "demo", "auto", host="codex", coordinate=None, now=NOW, ttl=60).step == "1.3"
+    with pytest.raises(LeaseError, match=r"no step ready .*: 1\.3 waits for 1\.2 \(in progress\)"):
+        join(two, "demo", "auto", host="codex", coordinate=None, now=NOW, ttl=60)
+    assert join(two, "demo", "1.3", host="codex", coordinate=None, now=NOW, ttl=60).step == "1.3"
     member = read_membership(one, "demo")
     assert member is not None and (member.step, member.fence, member.expires) == (
         "1.2",
@@ -144,8 +163,8 @@ def test_concurrent_fleet_claims_on_clones_leave_each_lease_to_a_member_that_kno
     seed = make_repo(tmp_path / "seed")
     (seed / "roadmaps").mkdir()
     steps = "".join(f"- [ ] **1.{n}** step {n}\n" for n in range(1, 4 * CLONES + 1))
-    (seed / "roadmaps" / "demo.md").write_text(
-        "---\nexecution:\n  mode: autonomous\n---\n## Phase 1\n" + steps
+    (seed / "roadmaps" / "demo.md").write_text(  # independent steps, any open to any member
+        "---\nexecution:\n  mode: autonomous\n  fleet: {order: free}\n---\n## Phase 1\n" + steps
     )
     (seed / ".gitignore").write_text("state/\n")
     git(seed, "add", ".")

@@ -15,6 +15,7 @@ import pytest
 from agentcfg import loading
 from agentcfg.contract import trust
 from agentcfg.contract.verify import done, take_baseline
+from agentcfg.core.roadmap import parse_roadmap
 from agentcfg.errors import AgentcfgError
 from agentcfg.fleet import drive as fleet_run
 from agentcfg.fleet import steps as fleet
@@ -24,8 +25,13 @@ from agentcfg.workspace import Workspace
 from tests.test_leases import git
 
 STEPS = 6
-ROADMAP = "---\nexecution:\n  mode: autonomous\n---\n## Phase 1\n" + "".join(
-    f"- [ ] **1.{n}** Make s{n} <!-- verify: test -f s{n}.txt -->\n" for n in range(1, STEPS + 1)
+# independent steps, any of them open to any member (the order of steps: see the end)
+ROADMAP = (
+    "---\nexecution:\n  mode: autonomous\n  fleet: {order: free}\n---\n## Phase 1\n"
+    + "".join(
+        f"- [ ] **1.{n}** Make s{n} <!-- verify: test -f s{n}.txt -->\n"
+        for n in range(1, STEPS + 1)
+    )
 )
 
 
@@ -405,3 +411,84 @@ def test_a_step_id_no_lease_can_name_ends_a_member_instead_of_waiting_forever(
     with pytest.raises(AgentcfgError, match=r"step \uff11\.\uff11 of `demo` cannot be leased"):
         member_loop(the_fleet, one, 1, agent(env, []), env, timeout=30, sleep=waits.append)
     assert waits == []
+
+
+def ordered(root: Path, env: dict[str, str], text: str) -> None:
+    """The fleet's roadmap replaced by `text`, committed and trusted."""
+    (root / "roadmaps" / "demo.md").write_text(text)
+    git(root, "-c", "user.email=f@example.invalid", "-c", "user.name=f", "commit", "-qam", "order")
+    ws = Workspace(root)
+    trust.record(ws, "demo", loading.load(ws, "demo").steps, env, 0.0)
+
+
+def test_a_member_with_no_step_ready_waits_says_on_what_and_goes_on_once_one_is(
+    repo: tuple[Path, dict[str, str]],
+) -> None:
+    root, env = repo
+    ordered(root, env, ROADMAP.replace("  fleet: {order: free}\n", ""))
+    the_fleet = plan(root, "demo", "claude", None, None, 60)
+    (one,) = prepare_members(the_fleet, 1, env)
+    store = Store.open(root)
+    store.take("demo", "1.1", "someone-else", host="codex", now=time.time(), ttl=600)
+    said: list[str] = []
+    looks: list[float] = []
+
+    def sleep(seconds: float) -> None:  # the other member gives its step back at the third look
+        looks.append(seconds)
+        if len(looks) == 3:
+            store.release("demo", "1.1", None, now=time.time())
+
+    worked: list[tuple[str, str]] = []
+    code = member_loop(
+        the_fleet, one, 1, agent(env, worked), env, timeout=30, sleep=sleep, say=said.append
+    )
+    assert code == 0 and [step for _, step in worked] == [f"1.{n}" for n in range(1, STEPS + 1)]
+    assert said == [  # told once, however often it looked
+        "member 1 waiting: 1.1 in progress; 1.2 waits for 1.1 (in progress); 1.3 waits for 1.2; "
+        "1.4 waits for 1.3; and 2 more"
+    ]
+    waits = [e for e in ledger(Workspace(root)) if e["event"] == "waiting"]
+    assert len(waits) == 1 and waits[0]["member"] == 1
+    assert waits[0]["in_progress"] == ["1.1"]
+    assert waits[0]["waits"] == {f"1.{n}": [f"1.{n - 1}"] for n in range(2, STEPS + 1)}
+
+
+def test_a_member_ends_for_a_person_when_the_steps_left_wait_for_each_other(
+    repo: tuple[Path, dict[str, str]],
+) -> None:
+    root, env = repo
+    ordered(root, env, (
+        "---\nexecution:\n  mode: autonomous\n---\n## Phase 1\n"
+        "- [ ] **1.1** a <!-- needs: 1.2 --> <!-- verify: true -->\n"
+        "- [ ] **1.2** b <!-- needs: 1.1 --> <!-- verify: true -->\n"
+    ))  # fmt: skip
+    the_fleet = plan(root, "demo", "claude", None, None, 60)
+    (one,) = prepare_members(the_fleet, 1, env)
+    said: list[str] = []
+    worked: list[tuple[str, str]] = []
+    code = member_loop(
+        the_fleet, one, 1, agent(env, worked), env, timeout=30, sleep=time.sleep, say=said.append
+    )
+    assert (code, worked) == (fleet_run.LEFT_TO_A_PERSON, [])
+    assert said == [
+        "member 1: no step of `demo` can start and none is in progress: "
+        "1.1 waits for 1.2; 1.2 waits for 1.1"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("order", "told"),
+    [
+        ("", "leaves nothing to run side by side (each step waits for the one before it)"),
+        ("  fleet: {order: phases}\n", "leaves nothing to run side by side (each phase"),
+        ("  fleet: {order: free}\n", None),
+    ],
+)
+def test_run_agents_says_before_it_starts_when_the_steps_go_one_at_a_time(
+    order: str, told: str | None
+) -> None:
+    text = ROADMAP.replace("  fleet: {order: free}\n", order)
+    if "phases" in order:  # one step to a phase
+        text = text.replace("- [ ] **1.2**", "## Phase 2\n- [ ] **1.2**").split("- [ ] **1.3**")[0]
+    found = fleet_run.one_at_a_time(parse_roadmap(text))
+    assert (found or "").startswith(told or "") and (found is None) == (told is None)

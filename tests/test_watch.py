@@ -156,6 +156,20 @@ def test_a_lane_puts_each_lease_at_its_time() -> None:
     assert watch._lane([("2.2", 95.0, None, "holding")], 0.0, 100.0, 4).plain == "···▓"
 
 
+def test_a_fleet_member_with_no_step_ready_shows_what_it_waits_for(
+    ws: Path, snapshot: SnapshotAssertion
+) -> None:
+    append(ws, "leased", T0, None, "demo", step="1.2", member=1)
+    append(ws, "waiting", T0 + 1, None, "demo", member=2, waits={"1.3": ["1.2"]},
+           in_progress=["1.2"])  # fmt: skip
+    append(ws, "waiting", T0 + 2, None, "demo", member=3, waits={}, in_progress=["1.2", "1.3"])
+    frame = watch.frame(Workspace(ws), {}, T0 + 60, width=140)
+    assert "waiting: 1.3 waits for 1.2" in frame and "waiting: 1.2, 1.3 in progress" in frame
+    assert frame[frame.index("fleet ·") :] == snapshot
+    append(ws, "leased", T0 + 3, None, "demo", step="1.3", member=2)  # it waits no more
+    assert "waits for" not in watch.frame(Workspace(ws), {}, T0 + 60, width=140)
+
+
 def test_without_a_fleet_there_is_no_fleet_table(busy: Path) -> None:
     assert "fleet ·" not in watch.frame(Workspace(busy), {}, T0 + 600)
 

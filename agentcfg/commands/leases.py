@@ -6,7 +6,9 @@ from typing import Any
 
 import click
 
+from agentcfg import loading
 from agentcfg.commands import emit_json, json_option, now, say, workspace
+from agentcfg.core.order import order_lines
 from agentcfg.core.times import iso
 from agentcfg.fleet.leases import Lease, Store
 
@@ -45,6 +47,10 @@ def list_command(slug: str | None, coordinate: str | None, as_json: bool) -> Non
         click.echo("no step leases")
     for lease in found:
         say(_line(lease, moment))
+    if slug is not None:  # which steps the fleet may take next, and what the others wait for
+        held = frozenset(lease.step for lease in found if lease.live(moment))
+        for line in order_lines(loading.load(ws, ws.canonical(slug)), held):
+            say(line)
 
 
 @leases.command("release")

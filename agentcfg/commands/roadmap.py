@@ -17,6 +17,7 @@ from agentcfg.contract import audit, finals, reprove, verify
 from agentcfg.contract.verify import VerifyResult
 from agentcfg.core.evidence import baseline_line, baseline_total, summary
 from agentcfg.core.lint import lint
+from agentcfg.core.order import order_lines
 from agentcfg.core.roadmap import Step
 from agentcfg.core.texts import plural
 from agentcfg.errors import RoadmapError
@@ -76,6 +77,8 @@ def status_command(slug: str, as_json: bool) -> None:
     for phase in phases:
         say(f"  {phase['title'] or 'Steps':<{width}}  {_progress(phase)}")
     say(f"  {'Total':<{width}}  {_progress(data)}")
+    for line in order_lines(loading.load(ws, slug)):
+        say(line)
     say(_next_lines(data["next"], data["blocked"]))
 
 

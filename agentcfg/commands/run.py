@@ -61,6 +61,11 @@ _HOSTS = " or ".join(", ".join(driver.runnable_hosts()).rsplit(", ", 1))
 )
 @click.option("--force", is_flag=True, help="Take the roadmap over from another live session.")
 @click.option(
+    "--rollback-on-halt",
+    is_flag=True,
+    help="A halt mid-step (stall, restarts) rolls the workspace back to the step's checkpoint.",
+)
+@click.option(
     "--no-baseline",
     is_flag=True,
     help="Do not run the open steps' verify lines before the host starts (evidence: unknown).",
@@ -96,6 +101,7 @@ def run(
     max_wait: float | None,
     fresh_per_step: bool,
     force: bool,
+    rollback_on_halt: bool,
     no_baseline: bool,
     agents: int | None,
     into: str | None,
@@ -137,7 +143,10 @@ def run(
         raise click.UsageError("--into, --coordinate and --lease-ttl go with --agents")
     if lease_ttl is not None:
         check_ttl(lease_ttl)
-    request = driver.Request(slug, host, policy, extra, force or member is not None, fresh_per_step)
+    request = driver.Request(
+        slug, host, policy, extra, force or member is not None, fresh_per_step,
+        rollback_on_halt=rollback_on_halt,
+    )  # fmt: skip
     ready = driver.prepare(ws, request, os.environ, Path.home(), hook=agents is None)
     signal.signal(signal.SIGTERM, driver.on_sigterm)
 
@@ -151,7 +160,7 @@ def run(
             ran = [(r.exit_code, r.duration) for r in taken]
             say(baseline_total(ws.canonical(slug), ran, untrusted), err=as_json)
 
-    if agents is not None:
+    if agents is not None:  # each member warns as it starts: a fleet that cannot start is one line
         options = _passed_on(until, window, max_restarts, max_wait)
         options += ["--fresh-per-step"] if fresh_per_step else []
         code = fleet_run.run_fleet(
@@ -164,6 +173,8 @@ def run(
         shown = lambda line: say(f"[{member}] {line}", err=as_json)  # noqa: E731
         env = fleet.member_env(os.environ, Workspace(Path(fleet_root)).canonical(slug))
         say(f"[{member}] {_store_line(ws.root, ready, extra)}", err=as_json)
+        for line in ready.warnings:
+            say(f"[{member}] agentcfg run: warning: {line}", err=as_json)
         raise SystemExit(
             fleet_run.run_member(
                 ws, Path(fleet_root), slug, host, member, into, coordinate, lease_ttl or TTL,
@@ -174,6 +185,8 @@ def run(
             )
         )  # fmt: skip
     say(_store_line(ws.root, ready, extra), err=as_json)
+    for line in ready.warnings:
+        say(f"agentcfg run: warning: {line}", err=as_json)
     baseline()
     result = driver.drive(
         ws, request, ready, os.environ, clock(), lambda line: say(line, err=as_json)

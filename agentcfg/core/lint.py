@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from agentcfg.core import order
 from agentcfg.core.roadmap import Problem, Roadmap
 
 
@@ -22,4 +23,5 @@ def lint(roadmap: Roadmap) -> list[Problem]:
             problems.append(
                 Problem(step.line, "warning", f"step `{step.name}` has `blocked-by:` with no id")
             )
+    problems += order.problems(roadmap)
     return sorted(problems, key=lambda p: p.line)

@@ -552,7 +552,10 @@ class Folder:
 
 
 _PERSON_EVENTS = frozenset({"stop-requested", "resumed"})
-_NOT_RUN_EVENTS = frozenset({"verified", "marked-done", "error", "concern-error"})
+# besides a run's course: its shell's closes, errors, the checkpoints taken before its steps
+_NOT_RUN_EVENTS = frozenset(
+    {"verified", "marked-done", "error", "concern-error", "checkpoint", "checkpoint-failed"}
+)
 # the run goes on through these: a re-engagement streak is not broken by them
 _STREAK_KEPT = frozenset({"refused", "claimed", "claim-kept", "deferred-quality-gate", "released"})
 

@@ -1,4 +1,5 @@
-"""Parse a roadmap (frontmatter mode, phases, steps) and scan it for open work.
+"""Parse a roadmap (frontmatter mode, phases, steps), scan it for open work and say which
+open steps are ready in its order.
 
 Pure: text in, frozen records out. markdown-it and ruamel.yaml load lazily so that a
 caller holding a cached parse never pays for them. Every scan here is linear in its input:
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from agentcfg.core.records import Record
 
@@ -21,6 +22,9 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
     from markdown_it.token import Token
 
 MODES = ("autonomous", "phase-checkpoints", "interactive")
+# `execution.fleet.order`: what a step waits for before it is ready (see core/order.py)
+ORDERS = ("steps", "phases", "free")
+DEFAULT_ORDER = "steps"
 DEFAULT_MODE = "interactive"
 STATES = ("open", "in-progress", "done", "deferred", "cancelled")
 MARKS = {
@@ -32,6 +36,7 @@ MARKS = {
     ">": "deferred",
     "-": "cancelled",
 }
+PARALLEL = "[P]"  # the tag of a step that may run beside the step before it
 TEXT_LIMIT = 240
 DETAIL_LINES = 5
 DETAIL_LIMIT = 160
@@ -62,6 +67,10 @@ _TICKS = r"`+"
 _KEYWORD = r"(?i)(?<![\w-])(verify|blocked[ -]?by)(?:[ \t]*:|(?=[ \t]+#))"
 _KEYWORD_ONLY = r"(?i)\s*(verify|blocked[ -]?by)\s*:\s*"
 _KEYWORD_LEAD = r"(?i)(verify|blocked[ -]?by)\s*:?"
+# `needs:` opening a comment, or a line of the item's own (after its first) or of a nested item
+_NEEDS_LEAD = r"(?i)needs[ \t]*:"
+_NEEDS_LINE = r"(?i)[ \t]*(?:[-*+][ \t]+)?needs[ \t]*:(.*)"
+_WORDED_NAME = r"(?i)(?:step|task)\s+\S+"
 _YAML_KEY = r"[\w\"'][\w \"'.-]*:(?:\s|$)"
 _EXEMPT = ("acceptance", "prerequisite", "criteria", "summary", "checklist")
 _COMPILED: dict[str, re.Pattern[str]] = {}
@@ -102,11 +111,17 @@ class Step(Record):
     started: bool = False  # `[/]`: open, and named before other open steps
     tags: tuple[str, ...] = ()  # `[P]`, `[US1]` after a label
     detail: tuple[str, ...] = ()  # the first lines of its nested detail
+    needs: tuple[str, ...] = ()  # the ids or labels its `needs:` names, as written
 
     @property
     def name(self) -> str:
         """How the step is named to people and agents: its own label, else its id."""
         return self.label or self.id
+
+    @property
+    def parallel(self) -> bool:
+        """`[P]`: it may run beside the step before it."""
+        return PARALLEL in self.tags
 
     @property
     def blocked(self) -> bool:
@@ -123,6 +138,7 @@ class Roadmap(Record):
     phases: tuple[Phase, ...]
     steps: tuple[Step, ...]
     problems: tuple[Problem, ...] = ()
+    order: str = DEFAULT_ORDER  # execution.fleet.order
 
     @property
     def autonomous(self) -> bool:
@@ -148,7 +164,8 @@ class Scan(Record):
 
 
 def scan(roadmap: Roadmap) -> Scan:
-    """Counts, the next step (a started one first, else the first open), per-phase counts."""
+    """Counts, the next step (the first ready one, a started one first; see core/order.py),
+    per-phase counts."""
     tallies: dict[str, Counter[str]] = {phase.id: Counter() for phase in roadmap.phases}
     first_open = started = None
     for step in roadmap.steps:  # one pass: a roadmap may hold a great many steps
@@ -169,7 +186,109 @@ def scan(roadmap: Roadmap) -> Scan:
     for tally in tallies.values():
         total.update(tally)
     per_phase = tuple((phase, _counts(tallies[phase.id])) for phase in roadmap.phases)
-    return Scan(_counts(total), started or first_open, per_phase)
+    upcoming = started or first_open
+    if upcoming is not None and any(step.needs for step in roadmap.steps):
+        # with no `needs:`, the first open step is ready in every order: nothing comes
+        # before it that is still open and not blocked
+        upcoming = first_ready(roadmap) or upcoming  # waiting for each other: in order
+    return Scan(_counts(total), upcoming, per_phase)
+
+
+# --- readiness: which open steps may start, by the roadmap's order (see core/order.py) ----
+
+
+class Readiness(Record):
+    """The open, unblocked steps that are ready, and each other one with what it waits for."""
+
+    ready: tuple[Step, ...]  # in roadmap order
+    waiting: tuple[tuple[Step, tuple[Step, ...]], ...]  # (step, the open steps it waits for)
+
+    def waits_for(self, step_id: str) -> tuple[Step, ...]:
+        return next((on for step, on in self.waiting if step.id == step_id), ())
+
+
+def step_names(roadmap: Roadmap) -> dict[str, Step]:
+    """Each step by its id and by its label, case folded."""
+    found: dict[str, Step] = {}
+    for step in roadmap.steps:
+        found.setdefault(step.id.casefold(), step)
+        if step.label:
+            found.setdefault(step.label.casefold(), step)
+    return found
+
+
+def readiness(roadmap: Roadmap) -> Readiness:
+    """Every open, unblocked step either ready or waiting, with the open steps it waits for."""
+    waits = waits_of(roadmap, lambda step: step.mark == "open")
+    ready: list[Step] = []
+    waiting: list[tuple[Step, tuple[Step, ...]]] = []
+    for step in roadmap.steps:
+        if step.is_open:
+            on = waits.get(step.id, ())
+            if on:
+                waiting.append((step, on))
+            else:
+                ready.append(step)
+    return Readiness(tuple(ready), tuple(waiting))
+
+
+def first_ready(roadmap: Roadmap) -> Step | None:
+    """The step one agent takes next: a started ready step, else the first ready one."""
+    ready = readiness(roadmap).ready
+    return next((step for step in ready if step.started), next(iter(ready), None))
+
+
+def waits_of(roadmap: Roadmap, pending: Callable[[Step], bool]) -> dict[str, tuple[Step, ...]]:
+    """What each step waits for: the steps `pending` holds to be not yet done among those its
+    `needs:` names, else among those the order puts before it."""
+    known = step_names(roadmap) if any(step.needs for step in roadmap.steps) else {}
+    flow = [s for s in roadmap.steps if s.mark in ("open", "done") and not s.blocked]
+    implicit = _implicit(roadmap, flow, pending)
+    waits: dict[str, tuple[Step, ...]] = {}
+    for step in roadmap.steps:
+        if step.needs:
+            named = (known.get(name.casefold()) for name in step.needs)
+            on = _unique(s for s in named if s is not None and s.id != step.id and pending(s))
+        else:
+            on = implicit.get(step.id, ())
+        if on:
+            waits[step.id] = on
+    return waits
+
+
+def _implicit(
+    roadmap: Roadmap, flow: list[Step], pending: Callable[[Step], bool]
+) -> dict[str, tuple[Step, ...]]:
+    implicit: dict[str, tuple[Step, ...]] = {}
+    if roadmap.order == "steps":
+        group: list[Step] = []
+        before: tuple[Step, ...] = ()
+        for step in flow:
+            if not (step.parallel and group):  # a new group: it waits for the one before
+                before = tuple(s for s in group if pending(s))
+                group = []
+            group.append(step)
+            implicit[step.id] = before
+    elif roadmap.order == "phases":
+        earlier: list[Step] = []  # the pending steps of the phases before this one
+        this: list[Step] = []
+        phase: str | None = None
+        before = ()
+        for step in flow:
+            if step.phase != phase:
+                earlier += this
+                this, phase, before = [], step.phase, tuple(earlier)
+            if pending(step):
+                this.append(step)
+            implicit[step.id] = before
+    return implicit
+
+
+def _unique(steps: Iterable[Step]) -> tuple[Step, ...]:
+    seen: dict[str, Step] = {}
+    for step in steps:
+        seen.setdefault(step.id, step)
+    return tuple(seen.values())
 
 
 def _counts(tally: Counter[str]) -> Counts:
@@ -215,8 +334,9 @@ def parse_roadmap(text: str, shortcut: bool = True) -> Roadmap:
     mode = _mode_of(meta, problems)
     title = meta.get("title") if isinstance(meta.get("title"), str) else None
     marks = _marks_of(meta, problems)
+    order = _order_of(meta, problems)
     phases, steps = _parse_body(body, offset, marks, problems, shortcut)
-    return Roadmap(mode, title, tuple(phases), tuple(steps), tuple(problems))
+    return Roadmap(mode, title, tuple(phases), tuple(steps), tuple(problems), order)
 
 
 def read_frontmatter(text: str) -> dict[str, Any]:
@@ -288,6 +408,25 @@ def _execution_mode(execution: object, problems: list[Problem]) -> str | None:
         )))  # fmt: skip
         return None
     return mode
+
+
+def _order_of(meta: dict[str, Any], problems: list[Problem]) -> str:
+    """`execution.fleet.order`, the default when absent; an unknown one is reported."""
+    execution = meta.get("execution")
+    fleet = execution.get("fleet") if isinstance(execution, dict) else None
+    order = fleet.get("order") if isinstance(fleet, dict) else None
+    if order is None:
+        if fleet is not None and not isinstance(fleet, dict):
+            problems.append(Problem(1, "warning", "`execution.fleet` is not a mapping; ignored"))
+        return DEFAULT_ORDER
+    if order not in ORDERS:
+        problems.append(Problem(1, "error", (
+            f"unknown execution.fleet.order {order!r}; expected steps (the default: each step "
+            "waits for the one before it), phases (a phase waits for the phases before it) or "
+            f"free (any open step may run); read as {DEFAULT_ORDER}"
+        )))  # fmt: skip
+        return DEFAULT_ORDER
+    return str(order)
 
 
 def _marks_of(meta: dict[str, Any], problems: list[Problem]) -> dict[str, str]:
@@ -546,13 +685,31 @@ def _skip_block(tokens: Sequence[Token], start: int) -> int:
 class _Markers:
     """The markers one item's text holds, the first of each kind and place kept."""
 
-    __slots__ = ("blocked_comment", "blocked_plain", "verify_comment", "verify_plain")
+    __slots__ = ("blocked_comment", "blocked_plain", "needs", "verify_comment", "verify_plain")
 
     def __init__(self) -> None:
+        self.needs: list[str] = []
         self.verify_comment: str | None = None
         self.verify_plain: str | None = None
         self.blocked_comment: str | None = None
         self.blocked_plain: str | None = None
+
+    def comment(self, inner: str) -> None:
+        """A comment's text: a marker when it opens with one."""
+        if lead := _rx(_KEYWORD_LEAD).match(inner):
+            self.note(lead.group(1), inner[lead.end() :].strip(), comment=True)
+        elif lead := _rx(_NEEDS_LEAD).match(inner):
+            self.need(inner[lead.end() :])
+
+    def need(self, value: str) -> None:
+        """The names a `needs:` gives, split at commas (and spaces, but for `Step 3`)."""
+        for part in value.split(","):
+            part = " ".join(part.split()).strip(".;)]")
+            if _rx(_WORDED_NAME).fullmatch(part):
+                names = [part]
+            else:
+                names = [word.strip(".;)]") for word in part.split()]
+            self.needs += [name for name in names if name and name not in self.needs]
 
     def note(self, keyword: str, value: str, comment: bool) -> None:
         if keyword.casefold() == "verify":
@@ -581,9 +738,14 @@ def _draft(
     """The item's step, with the label it found, and its text with that label left in."""
     markers = _Markers()
     first = _read(own[0][box.end() :], markers)
+    if "\n" in first and "eeds" in first.casefold():  # a `needs:` line after the first
+        head, *more = first.split("\n")
+        first = "\n".join([head, *(row for row in more if not _needs_line(row, markers))])
     detail: list[str] = []
     for part in (*own[1:], *nested) if len(own) > 1 or nested else ():
         for detail_line in _read(part, markers).split("\n"):
+            if _needs_line(detail_line, markers):
+                continue
             if detail_line.strip(" -") and len(detail) < DETAIL_LINES:
                 detail.append(clip(detail_line, DETAIL_LIMIT))
     mark_found = box.group(1)
@@ -606,8 +768,18 @@ def _draft(
     step = Step(
         step_id, mark, _cut(flat), clip(verify, 10_000) if verify else None, blocked, line, phase,
         label, state == "in-progress" and mark == "open", tags, tuple(detail),
+        tuple(markers.needs),
     )  # fmt: skip
     return step, shown
+
+
+def _needs_line(row: str, markers: _Markers) -> bool:
+    """True, its names noted, when the line is a `needs:` line."""
+    found = _rx(_NEEDS_LINE).fullmatch(row) if "eeds" in row.casefold() else None
+    if found is None:
+        return False
+    markers.need(found.group(1))
+    return True
 
 
 def _unstrike(text: str) -> tuple[bool, str]:
@@ -618,7 +790,13 @@ def _unstrike(text: str) -> tuple[bool, str]:
 
 
 def _label(text: str) -> tuple[str, tuple[str, ...], str]:
-    """An author's id at the start of the text, the tags after it, and the rest."""
+    """An author's id at the start of the text, the tags before or after it, and the rest."""
+    if text[:1] == "[" and (ahead := _rx(_TAGS).match(text)):  # `[P] T001 ...`: tags first
+        after, more, remainder = _label(text[ahead.end() :])
+        leading = _tags(ahead.group())
+        if after or PARALLEL in leading:  # else `[WIP] Fix` is the step's own text
+            return after, (*leading, *more), remainder
+        return "", (), text
     found = _rx(_LABEL).match(text)
     if found is None:
         return "", (), text
@@ -632,9 +810,13 @@ def _label(text: str) -> tuple[str, tuple[str, ...], str]:
     tags_found = _rx(_TAGS).match(rest) if rest[:1] == "[" else None
     tags: tuple[str, ...] = ()
     if tags_found:
-        tags = tuple(tag + "]" for tag in tags_found.group().replace(" ", "").split("]")[:-1])
+        tags = _tags(tags_found.group())
         rest = rest[tags_found.end() :]
     return label if " " not in label else " ".join(label.split()), tags, rest.lstrip(":. ")
+
+
+def _tags(found: str) -> tuple[str, ...]:
+    return tuple(tag + "]" for tag in "".join(found.split()).split("]")[:-1])
 
 
 def _settle_labels(
@@ -688,7 +870,8 @@ def _settle_labels(
         pending.append(drafts[owner].id.casefold())
     named = set(usable.values())
     for index in shown.keys() - named:
-        drafts[index] = drafts[index]._replace(label="", text=_cut(shown[index]), tags=())
+        parallel = (PARALLEL,) if PARALLEL in drafts[index].tags else ()  # its text keeps it
+        drafts[index] = drafts[index]._replace(label="", text=_cut(shown[index]), tags=parallel)
     return drafts
 
 
@@ -762,8 +945,7 @@ def _read(text: str, markers: _Markers) -> str:
         plain = _drop_comments(text, comments)
         if not _may_hold_keyword(plain) or _rx(_KEYWORD).search(plain) is None:  # nor a keyword
             for inner in comments:
-                if lead := _rx(_KEYWORD_LEAD).match(inner):
-                    markers.note(lead.group(1), inner[lead.end() :].strip(), comment=True)
+                markers.comment(inner)
             return plain
     segments = _segments(text)
     kept: list[str] = []
@@ -782,10 +964,7 @@ def _read(text: str, markers: _Markers) -> str:
         pos = end
         index += 1
         if kind == "comment":
-            inner = text[start + 4 : end - 3].strip()
-            lead = _rx(_KEYWORD_LEAD).match(inner)
-            if lead:
-                markers.note(lead.group(1), inner[lead.end() :].strip(), comment=True)
+            markers.comment(text[start + 4 : end - 3].strip())
             kept.append(" ")
         elif kind == "code" and (keyword := re.fullmatch(_KEYWORD_ONLY, _code(text, start, end))):
             value, pos = _value(text, segments, index, end)

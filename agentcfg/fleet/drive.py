@@ -1,10 +1,11 @@
 """`agentcfg run --agents N`: a fleet of members on one roadmap, each in a git worktree of its own.
 
 The fleet's branch (the branch checked out where the command runs, or `--into`) is the truth.
-Each member loops: bring its worktree to the fleet's branch, lease the first step open to the
-fleet, let the host work that one step to its proof, commit, and integrate into the fleet's
-branch (one integration at a time, under a lock); then give the lease back and go again. A
-failed integration reopens the step and keeps the member's branch for a person.
+Each member loops: bring its worktree to the fleet's branch, lease the first step ready in the
+roadmap's order (waiting, and saying on what, while none is), let the host work that one step
+to its proof, commit, and integrate into the fleet's branch (one integration at a time, under
+a lock); then give the lease back and go again. A failed integration reopens the step and
+keeps the member's branch for a person.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from agentcfg import install, loading, state
 from agentcfg.config import load_config
 from agentcfg.contract import evidence, finals, trust
 from agentcfg.contract.reprove import Reproof, guarded, reprove
-from agentcfg.core.roadmap import scan
+from agentcfg.core.order import Readiness, readiness, side_by_side, waits_json, waits_line
+from agentcfg.core.roadmap import Roadmap, scan
 from agentcfg.core.texts import plural
 from agentcfg.errors import AgentcfgError, InstallError, IntegrationError, LeaseError, LeaseHeld
 from agentcfg.fleet import steps as fleet
@@ -201,13 +203,17 @@ def member_loop(
     *,
     timeout: float,
     sleep: Callable[[float], None] = time.sleep,
-    say: Callable[[str], None] = lambda line: None,
+    say: Callable[[str], None] = print,
 ) -> int:
     """One member's whole part: step after step until nothing is left open to the fleet.
-    Returns 0 when the fleet's roadmap has no open step, LEFT_TO_A_PERSON when the open steps
-    left were all reopened too often, else the host run's exit code. What it says speaks for
-    its own steps: the fleet's ending is the fleet's to tell."""
+
+    With no step ready (each open one waits for a step another member holds), it waits and
+    says on what. Returns 0 when the fleet's roadmap has no open step, LEFT_TO_A_PERSON when
+    the open steps left were all reopened too often or wait for steps no one works on (ones
+    reopened too often, blocked ones, each other), else the host run's exit code."""
     main = Workspace(plan_.root)
+    told: list[object] = [None]  # the wait last told, so that each is told once
+    idle = 0  # looks in a row that found nothing ready and nothing in progress
     mine: list[str] = []  # the steps this member integrated
     while True:
         sync(plan_, member, n)
@@ -222,22 +228,38 @@ def member_loop(
             left = ", ".join(sorted(still_open))
             say(_member_end(plan_, mine, f"the steps left open ({left}) wait for a person"))
             return LEFT_TO_A_PERSON
-        try:
-            lease = fleet.join(
-                member,
-                plan_.slug,
-                fleet.AUTO,
-                host=plan_.host,
-                coordinate=plan_.coordinate,
-                now=time.time(),
-                ttl=plan_.ttl,
-                exclude=excluded,
-                ledger=main,
-                member=n,
+        found = readiness(roadmap)
+        lease = None
+        if {step.id for step in found.ready} - excluded:
+            with contextlib.suppress(LeaseHeld):  # every ready step is another member's
+                lease = fleet.join(
+                    member,
+                    plan_.slug,
+                    fleet.AUTO,
+                    host=plan_.host,
+                    coordinate=plan_.coordinate,
+                    now=time.time(),
+                    ttl=plan_.ttl,
+                    exclude=excluded,
+                    ledger=main,
+                    member=n,
+                )
+        if lease is None:
+            busy = fleet.held(member, plan_.slug, plan_.coordinate, time.time())
+            if busy:
+                idle = 0
+                _waiting(plan_, main, n, found, busy, told, say)
+                sleep(POLL)  # leases run out, and integrations make steps ready
+                continue
+            idle += 1  # a second look, after a sync, sees what was integrated meanwhile
+            if idle < 2:
+                continue
+            say(
+                f"member {n}: no step of `{plan_.slug}` can start and none is in progress: "
+                f"{waits_line(found.waiting) or 'the steps left were reopened too often'}"
             )
-        except LeaseHeld:
-            sleep(POLL)  # every open step is another member's for now; leases run out
-            continue
+            return LEFT_TO_A_PERSON
+        idle = 0
         # Another member may have closed the step since the sync above and given its lease
         # back just before this one was taken: a second look at the fleet's branch tells.
         sync(plan_, member, n)
@@ -341,6 +363,34 @@ def _publish(plan_: Fleet) -> bool:
         check=False,
     )
     return pushed.returncode == 0
+
+
+def _waiting(
+    plan_: Fleet,
+    main: Workspace,
+    n: int,
+    found: Readiness,
+    busy: frozenset[str],
+    told: list[object],
+    say: Callable[[str], None],
+) -> None:
+    """Tell, once for each new state of the fleet, that member `n` waits and on what."""
+    waits = waits_json(found.waiting)
+    if told[0] == (waits, busy):
+        return
+    told[0] = (waits, busy)
+    ready = [step.name for step in found.ready if step.id in busy]
+    what = waits_line(found.waiting, busy)
+    if ready:
+        what = f"{', '.join(ready[:4])} in progress{'; ' + what if what else ''}"
+    say(f"member {n} waiting: {what}")
+    _log(main, "waiting", plan_.slug, member=n, waits=_clipped(waits),
+         in_progress=sorted(busy)[:20])  # fmt: skip
+
+
+def _clipped(waits: dict[str, list[str]], limit: int = 20) -> dict[str, list[str]]:
+    """The first `limit` waiting steps, each with the first `limit` it waits for."""
+    return {step: on[:limit] for step, on in list(waits.items())[:limit]}
 
 
 def _reopened_too_often(main: Workspace, slug: str) -> frozenset[str]:
@@ -472,6 +522,8 @@ def run_fleet(
         with _integration_lock(the_fleet):
             _catch_up(the_fleet)
     done_before = scan(loading.load(ws, the_fleet.slug)).counts.done
+    if agents > 1 and (alone := one_at_a_time(loading.load(ws, the_fleet.slug))):
+        say(f"roadmap `{the_fleet.slug}` {alone}")
     baseline()
     try:
         members = prepare_members(the_fleet, agents, env)
@@ -517,6 +569,24 @@ def run_fleet(
     if ending != "unfinished":
         return EXIT_CODES[ending]
     return next((code for code in codes if code), LEFT_TO_A_PERSON)
+
+
+def one_at_a_time(roadmap: Roadmap) -> str | None:
+    """What to tell a person starting a fleet on a roadmap whose steps can only be worked one
+    at a time, by its order and `needs:`; None when some can run side by side."""
+    if side_by_side(roadmap) or not any(step.is_open for step in roadmap.steps):
+        return None
+    why = {
+        "steps": "each step waits for the one before it",
+        "phases": "each phase holds one step to run at a time",
+        "free": "one step is ready at a time",
+    }.get(roadmap.order, "one step is ready at a time")
+    return (
+        f"leaves nothing to run side by side ({why}): its steps are worked one at a time, "
+        "whatever the number of agents; mark a step `[P]` to run it beside the one before, "
+        "name what a step waits for with `<!-- needs: 1.2 -->`, or set "
+        "`execution.fleet.order: phases` or `free`"
+    )
 
 
 def final_reproof(plan_: Fleet, env: Mapping[str, str]) -> Reproof:

@@ -1,4 +1,5 @@
-"""A fleet member's step: the one it leases, chosen in roadmap order among those no one holds."""
+"""A fleet member's step: the one it leases, the first ready in the roadmap's order that no one
+holds."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Callable, Mapping
 
 from agentcfg import claims, loading, state
 from agentcfg.contract.verify import find_step
+from agentcfg.core.order import readiness, waits_line
 from agentcfg.core.roadmap import Roadmap, Step, scan
 from agentcfg.core.times import iso
 from agentcfg.errors import AgentcfgError, LeaseError, LeaseHeld, StepError
@@ -187,6 +189,12 @@ def check_leasable(roadmap: Roadmap, slug: str) -> None:
             )
 
 
+def held(ws: Workspace, slug: str, coordinate: str | None, now: float) -> frozenset[str]:
+    """The steps of the roadmap a member holds a live lease on."""
+    store = Store.open(ws.root, coordinate)
+    return frozenset(lease.step for lease in store.all(slug) if lease.live(now))
+
+
 def lease_step(
     store: Store,
     roadmap: Roadmap,
@@ -199,7 +207,7 @@ def lease_step(
     ttl: float = TTL,
     exclude: frozenset[str] = frozenset(),
 ) -> tuple[Lease, Lease | None]:
-    """Lease `wanted` (a step's id or label) or, with `auto`, the first step open to the fleet;
+    """Lease `wanted` (a step's id or label) or, with `auto`, the first step ready for the fleet;
     with it, the expired lease of another holder it took over, if any.
 
     A member holds one step at a time: one it already holds live on this roadmap is renewed
@@ -230,6 +238,13 @@ def lease_step(
         # else another member holds it, or won it a moment ago: try the next
     if wanted != AUTO:
         raise LeaseHeld(_held(store, slug, chosen[0]))
+    waiting = readiness(roadmap).waiting
+    if waiting and not chosen:
+        busy = frozenset(x.step for x in leases.values() if x.live(now))
+        raise LeaseHeld(
+            f"roadmap `{slug}` has no step ready that another member does not hold: "
+            f"{waits_line(waiting, busy)}"
+        )
     raise LeaseHeld(f"roadmap `{slug}` has no open step that another member does not hold")
 
 

@@ -20,8 +20,11 @@ def test_status_text(ws: Path, snapshot: SnapshotAssertion) -> None:
 def test_status_json_shape(ws: Path) -> None:
     data = json.loads(run_cli("roadmap", "status", "demo.md", "--json").output)
     assert set(data) == {
-        "slug", "mode", "open", "blocked", "done", "deferred", "cancelled", "next", "phases"
+        "slug", "mode", "open", "blocked", "done", "deferred", "cancelled", "next", "phases",
+        "order", "ready", "waiting",
     }  # fmt: skip
+    assert (data["order"], data["ready"]) == ("steps", ["1.2"])
+    assert data["waiting"] == {"1.3": ["1.2"], "2.1": ["1.3"]}  # 2.2 blocked is passed over
     assert (data["slug"], data["mode"], data["open"], data["blocked"]) == (
         "demo",
         "autonomous",
@@ -32,6 +35,28 @@ def test_status_json_shape(ws: Path) -> None:
     assert set(data["next"]) == {"id", "label", "text", "verify", "line", "in_progress"}
     assert data["next"]["label"] == "1.2"
     assert [p["id"] for p in data["phases"]] == ["1", "2"]
+
+
+ORDERED = (
+    "---\nexecution:\n  mode: autonomous\n  fleet: {order: steps}\n---\n## Phase 1\n"
+    "- [x] **1.1** a <!-- verify: true -->\n- [ ] **1.2** b <!-- verify: true -->\n"
+    "- [ ] **1.3** [P] c <!-- verify: true -->\n- [ ] **1.4** d <!-- verify: true -->\n"
+    "- [ ] **1.5** e <!-- verify: true -->\n  - needs: 1.1, 1.9\n"
+    "- [ ] **1.6** f <!-- verify: true --> <!-- needs: 1.7 -->\n"
+    "- [ ] **1.7** g <!-- verify: true --> <!-- needs: 1.6 -->\n"
+)
+
+
+def test_status_and_lint_tell_the_steps_ready_and_what_the_others_wait_for(
+    ws: Path, snapshot: SnapshotAssertion
+) -> None:
+    write_roadmap(ws, "ordered", ORDERED, mode=None)
+    status = run_cli("roadmap", "status", "ordered")
+    assert status.exit_code == 0
+    assert "  ready: 1.2, 1.3, 1.5 (order: steps)\n" in status.output
+    lint = run_cli("roadmap", "lint", "ordered")
+    assert lint.exit_code == 1
+    assert [status.output, lint.output] == snapshot
 
 
 def test_next_text(ws: Path, snapshot: SnapshotAssertion) -> None:

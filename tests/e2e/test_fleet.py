@@ -1,6 +1,7 @@
 """`agentcfg run --agents 3` with the real Claude Code binary against a scripted model: six steps,
 each making a file, all done once on the fleet's branch and proven there, no step leased by two
-members at once; a member killed mid-step leaves its lease to run out, and another finishes it."""
+members at once; a member killed mid-step leaves its lease to run out, and another finishes it;
+on a roadmap in order, each step is taken only once the one before it is integrated."""
 
 from __future__ import annotations
 
@@ -18,9 +19,13 @@ from tests.e2e.harness import AGENTCFG, SLUG, TIMEOUT, agentcfg
 from tests.e2e.test_run import RunScript, claude_setup, model, with_url
 
 STEPS = 6
-ROADMAP = "---\nexecution: {mode: autonomous}\n---\n## Phase 1 — Files\n" + "".join(
-    f"- [ ] **1.{n}** Make file {n} <!-- verify: test -f out/1.{n}.txt -->\n"
-    for n in range(1, STEPS + 1)
+# independent steps: any open step may run beside the others
+ROADMAP = (
+    "---\nexecution: {mode: autonomous, fleet: {order: free}}\n---\n## Phase 1 — Files\n"
+    + "".join(
+        f"- [ ] **1.{n}** Make file {n} <!-- verify: test -f out/1.{n}.txt -->\n"
+        for n in range(1, STEPS + 1)
+    )
 )
 SLOW_MARK = "agentcfg-e2e-slow-step"
 
@@ -46,9 +51,22 @@ class FleetScript(RunScript):
         return "tool", f"mkdir -p out && echo {step} > out/{step}.txt && {value}"
 
 
-def fleet_project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+# two phases of three steps in the default order, each step's check needing the file of the
+# step before it as well as its own: a step started before the one before it is integrated
+# fails its check
+ORDERED_STEPS = [f"{phase}.{n}" for phase in (1, 2) for n in (1, 2, 3)]
+ORDERED = "---\nexecution: {mode: autonomous}\n---\n" + "".join(
+    (f"## Phase {step[0]}\n" if step.endswith(".1") else "")
+    + f"- [ ] **{step}** Make file {step} <!-- verify: "
+    + (f"test -f out/{ORDERED_STEPS[n - 1]}.txt && " if n else "")
+    + f"test -f out/{step}.txt -->\n"
+    for n, step in enumerate(ORDERED_STEPS)
+)
+
+
+def fleet_project(tmp_path: Path, roadmap: str = ROADMAP) -> tuple[Path, dict[str, str]]:
     root, _, env = claude_setup(tmp_path)
-    (root / "roadmaps" / f"{SLUG}.md").write_text(ROADMAP)
+    (root / "roadmaps" / f"{SLUG}.md").write_text(roadmap)
     agentcfg(root, env, "roadmap", "trust", SLUG)
     (root / ".gitignore").write_text("state/\n")
     for args in (["init", "-q", "-b", "main"], ["add", "."], ["commit", "-qm", "roadmap"]):
@@ -157,3 +175,32 @@ def test_a_member_killed_mid_step_leaves_its_step_to_another(tmp_path: Path) -> 
     assert [e["step"] for e in events if e["event"] == "lease-expired"] == ["1.1"], output
     finisher = next(e for e in events if e["event"] == "integrated" and e["step"] == "1.1")
     assert finisher["member"] != victim["member"]
+
+
+def test_a_fleet_on_an_ordered_roadmap_takes_each_step_after_the_one_before(
+    tmp_path: Path,
+) -> None:
+    root, env = fleet_project(tmp_path, ORDERED)
+    with model("claude", FleetScript()) as url:
+        proc = start(root, env, url, "5m")
+        output, _ = proc.communicate(timeout=TIMEOUT * 4)
+    assert proc.returncode == 0, output
+    assert "leaves nothing to run side by side" in output  # told before the fleet starts
+    roadmap = (root / "roadmaps" / f"{SLUG}.md").read_text()
+    assert roadmap.count("- [x]") == 6 and "- [ ]" not in roadmap, output
+    events = ledger(root)
+    assert [e for e in events if e["event"] == "reopened"] == [], output
+    integrated = [e["step"] for e in events if e["event"] == "integrated"]
+    assert integrated == ORDERED_STEPS, output
+    for e in events:  # a step is leased only once the step before it is integrated
+        if e["event"] == "leased" and e["step"] != ORDERED_STEPS[0]:
+            before = ORDERED_STEPS[ORDERED_STEPS.index(e["step"]) - 1]
+            assert before in integrated[: integrated.index(e["step"])], (e, output)
+            assert events.index(e) > next(
+                i for i, x in enumerate(events) if x["event"] == "integrated"
+                and x["step"] == before
+            ), (e, output)  # fmt: skip
+    waits = [e for e in events if e["event"] == "waiting"]
+    assert any(e["waits"] for e in waits), output  # the others waited, and said on what
+    assert "waiting: " in output and " waits for " in output, output
+    assert "fleet on `e2e`: complete; 6 steps integrated, 0 reopened" in output

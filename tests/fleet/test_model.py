@@ -1,12 +1,13 @@
-"""The steps open to a fleet member: open, unblocked, held by no one, a started one first."""
+"""The steps open to a fleet member: ready in the roadmap's order, held by no one, a started
+one first."""
 
 from __future__ import annotations
 
 from agentcfg.core.roadmap import parse_roadmap
 from agentcfg.fleet.model import candidates
 
-ROADMAP = parse_roadmap(
-    "## Phase 1\n"
+ROADMAP = parse_roadmap(  # any open step may run beside the others
+    "---\nexecution: {mode: autonomous, fleet: {order: free}}\n---\n## Phase 1\n"
     "- [x] **1.1** done\n"
     "- [ ] **1.2** open\n"
     "- [ ] **1.3** waits <!-- blocked-by: design -->\n"
@@ -26,3 +27,12 @@ def test_open_unblocked_steps_in_roadmap_order_a_started_one_first() -> None:
 def test_a_step_another_member_holds_is_no_candidate() -> None:
     assert ids({"1.4", "1.2"}) == ["1.5"]
     assert ids({"1.2", "1.4", "1.5"}) == []
+
+
+def test_in_the_default_order_only_the_step_after_the_last_closed_one_is_a_candidate() -> None:
+    ordered = parse_roadmap(
+        "## Phase 1\n- [x] **1.1** done\n- [ ] **1.2** open\n- [ ] **1.3** [P] beside 1.2\n"
+        "- [ ] **1.4** after both\n"
+    )
+    assert [step.id for step in candidates(ordered, set())] == ["1.2", "1.3"]
+    assert [step.id for step in candidates(ordered, {"1.2"})] == ["1.3"]

@@ -217,7 +217,9 @@ def test_fleet_members_claiming_again_keep_each_its_own_step(
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))  # the person's, as hook_env's
     main = tmp_path / "fleet"
     (main / "roadmaps").mkdir(parents=True)
-    shutil.copy(REPO / "roadmaps" / "demo.md", main / "roadmaps" / "demo.md")
+    demo = (REPO / "roadmaps" / "demo.md").read_text()  # its open steps, any to any member
+    free = demo.replace("  mode: autonomous\n", "  mode: autonomous\n  fleet: {order: free}\n", 1)
+    (main / "roadmaps" / "demo.md").write_text(free)
     git(main, "init", "-q", "-b", "main")
     git(main, "add", "roadmaps")
     git(main, "commit", "-q", "-m", "roadmap")

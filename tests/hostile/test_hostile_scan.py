@@ -22,7 +22,9 @@ LINES = [
     "- [ ] \x0b", "- [ ] a\x1f", "Phase 3", "- [ ] verify: true", "- [ ] blocked-by: x",
     "## Phase 4 ##", "## Phase 5 \\#", "##\tPhase 6 #  ", "#", "## #", "####### Phase 7",
     "   ## Phase 8", "## Phase 9 #\u3000", "Prose \u00e9t\u00e9", "\u00c9t\u00e9 prose", "\x0b",
-    "#### Phase 10 ###", "##### Phase 11",
+    "#### Phase 10 ###", "##### Phase 11", "- [ ] [P] 1.2 side", "- [ ] T002 [P] [US1] tagged",
+    "- [ ] b <!-- needs: 1.1, T002 -->", "  needs: 1.1", "  - needs: Step 3", "- [ ] [P] plain",
+    "- [ ] needs: x", "<!-- needs: 1.1 -->", "- [ ] [WIP] work",
 ]  # fmt: skip
 
 
@@ -33,7 +35,8 @@ PLAIN = [
     " ", "\t", "## Phase 1", "## Phase 2 ##", "### Phase 3 #", "#### Phase 4 ###", "#", "## #",
     "# Title", "##\tPhase 5", "## Phase 6 \\#", "## Phase 7 #\u3000", "## Phase one",
     "##### Phase 8", "Prose", "\u00c9t\u00e9", "Phase 9", "####### Phase 10", "#nospace",
-    "  indented", "===", "1. [ ] one",
+    "  indented", "===", "1. [ ] one", "- [ ] [P] **1.2** side", "- [ ] c <!-- needs: 1.1 -->",
+    "- [ ] T003 [P] d", "- [ ] [P] e",
 ]  # fmt: skip
 
 

@@ -159,6 +159,26 @@ def test_a_run_that_never_progresses_halts_on_stall_after_three_engagements(ws: 
     assert json.loads(run_file(ws, host.session_id).read_text())["halted"] == "halt-stall"
 
 
+@pytest.mark.parametrize(("host", "told"), [("claude", True), ("x; rm -rf /", False)])
+def test_a_halt_in_an_unattended_run_names_the_command_to_run_next(
+    ws: Path, host: str, told: bool
+) -> None:
+    """`agentcfg run` names its host in the host's environment: nobody is in the session to
+    have the agent claim again, so the person's line names the run to start instead (a value
+    that is not a host's name is not shown)."""
+    host_sim = started(ws, env={"AGENTCFG_RUN_HOST": host})
+    for n in range(4):
+        host_sim.reply(f"Still thinking, attempt {n}.")
+        last = host_sim.fire()
+    assert events(ws)[-1] == "halt-stall"
+    note = json.loads(last.stdout)["systemMessage"]
+    if told:
+        assert "then run `agentcfg run demo --host claude` to go on." in note
+        assert "have the agent" not in note
+    else:
+        assert "have the agent claim it again to go on: `agentcfg sessions claim demo`" in note
+
+
 def test_max_iterations_of_the_claim(ws: Path) -> None:
     host = started(ws, "--max-iterations", "2")
     codes, texts = [], []
@@ -492,3 +512,22 @@ def test_config_sets_the_token_budget_and_unknown_usage_is_null(ws: Path) -> Non
     host.reply("Working harder.")
     assert host.fire().exit_code == 0
     assert events(ws) == ["engage", "halt-token-budget"]
+
+
+def test_the_hook_names_the_first_ready_step_as_the_next(ws: Path) -> None:
+    """One agent follows the roadmap's order: 1.2 waits for 2.1, which needs only 1.1 (done),
+    and 1.3 waits for the step before it, so the hook's process names 2.1."""
+    demo = ws / "roadmaps" / "demo.md"
+    text = demo.read_text()
+    text = text.replace("- [ ] **1.2** Scope checkboxes to phases", "- [ ] **1.2** Scope "
+                        "checkboxes to phases <!-- needs: 2.1 -->")  # fmt: skip
+    demo.write_text(
+        text.replace("Walk the termination ladder", "Walk the ladder <!-- needs: 1.1 -->")
+    )
+    shutil.copy(FIXTURES / "transcript.jsonl", ws / "transcript.jsonl")
+    assert run_cli("sessions", "claim", "demo", "--session", SESSION).exit_code == 0
+    result = fire(ws, fixture_payload(1, ws), process=True)
+    assert result.returncode == 2
+    assert "2.1" in result.stderr and "Walk the ladder" in result.stderr
+    assert "Scope checkboxes" not in result.stderr
+    assert [(e["event"], e.get("step")) for e in ledger(ws)] == [("engage", "2.1")]

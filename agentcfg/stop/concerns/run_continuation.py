@@ -24,7 +24,7 @@ from agentcfg.core.texts import (
     stopped,
 )
 from agentcfg.errors import StateError
-from agentcfg.paths import CHECKS, FINALS
+from agentcfg.paths import CHECKPOINTS, CHECKS, FINALS, RUN_HOST_ENV
 from agentcfg.stop.context import HookContext
 from agentcfg.stop.dispatch import ALLOW, Verdict
 
@@ -132,6 +132,8 @@ class RunContinuation:
                 "engage", iterations=after.iterations, reply=ctx.reply_key, tokens=usage,
                 **step, **_proven(ctx),
             )  # fmt: skip
+            if upcoming is not None:
+                _checkpoint(ctx, claim.slug, upcoming.id)
         counts = scanned.counts if scanned else None
         if fire.unfinal and not fire.open:
             return Verdict("block", final_needed(claim.slug, after.iterations,
@@ -192,7 +194,9 @@ class RunContinuation:
         judged = ctx.judgement
         open_count = len(judged.open_ids) if judged else ctx.scan.counts.open if ctx.scan else 0
         problem = "; ".join(changes) if changes else record or ctx.problem or ""
-        line = note(event, claim.slug, open_count, ctx.caps, problem)
+        host = ctx.env.get(RUN_HOST_ENV, "")  # set by `agentcfg run`: nobody is in the session
+        shown = host if host.isascii() and host.isalpha() else ""
+        line = note(event, claim.slug, open_count, ctx.caps, problem, shown)
         return Verdict("allow", line, self.name)
 
     @staticmethod
@@ -214,6 +218,18 @@ class RunContinuation:
             return None
         reply = marker.get("refused_reply")
         return reply if isinstance(reply, str) else None
+
+
+def _checkpoint(ctx: HookContext, slug: str, step: str) -> None:
+    """Before the agent starts on a step: the workspace kept as a checkpoint, once per step.
+    An explicit step of the fire, bounded and failing open (checkpoints.before_step); a fire
+    that engages the step the last checkpoint was for reads one small file and nothing more."""
+    found = state.read_json(ctx.ws.state / CHECKPOINTS / f"{slug}.json")
+    if found is not None and found.get("step") == step:
+        return
+    from agentcfg import checkpoints  # rare: the step engaged changed
+
+    checkpoints.before_step(ctx.ws, slug, step, ctx.key, ctx.now, ctx.env)
 
 
 def _blocked(ctx: HookContext, count: int) -> int:
