@@ -22,6 +22,7 @@ lint: install
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/shellcheck plugin/bin/agentcfg
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/actionlint  # the workflows, their scripts by shellcheck
 
 # docs/cli.md, the command reference, written from each command's --help (tests/test_docs.py checks it)
 cli-docs: install

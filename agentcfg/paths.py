@@ -34,6 +34,7 @@ WORKTREES = "worktrees"  # state/worktrees/<slug>/<n>/: the worktrees of `run --
 CONTRACTS = "contracts"  # state/contracts/<key>-<slug>.json: the contract of one run
 RECEIPTS = "receipts"  # state/receipts/<slug>.json: the receipts of a roadmap's steps
 FINALS = "finals"  # state/finals/<slug>.json: the re-proof of every contracted step at the end
+CARRIED = "carried"  # state/carried/<slug>.json: a fleet's receipts, committed on its branch
 CHECKS = "checks"  # state/checks/<slug>.json: steps `roadmap done` refused, their check changed
 CHECKPOINTS = "checkpoints"  # state/checkpoints/<slug>.json: the step the last checkpoint was for
 BASELINES = "baselines"  # state/baselines/<slug>.json: each open step's check before the work

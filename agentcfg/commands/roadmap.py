@@ -351,6 +351,12 @@ def _show_audit(found: audit.Audit) -> None:
         say(f"  {row.step.name:<{width}}  {row.status:<9} {_audit_note(row)}".rstrip())
     for record in found.tampered:
         say(f"  refused: {record} failed its seal: agentcfg did not write it so")
+    if found.history:
+        say(
+            f"{plural(found.history, 'receipt')} read as the branch's history holds them: "
+            "sealed with another person's key, which cannot be checked here; "
+            f"`agentcfg roadmap audit {found.slug} --rerun` runs their checks again"
+        )
     say("ok: every ticked contracted step is proven" if found.ok else "NOT OK: see the steps above")
 
 

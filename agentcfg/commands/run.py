@@ -147,7 +147,7 @@ def run(
         slug, host, policy, extra, force or member is not None, fresh_per_step,
         rollback_on_halt=rollback_on_halt,
     )  # fmt: skip
-    ready = driver.prepare(ws, request, os.environ, Path.home())
+    ready = driver.prepare(ws, request, os.environ, Path.home(), hook=agents is None)
     signal.signal(signal.SIGTERM, driver.on_sigterm)
 
     def baseline() -> None:  # each open step's check once before the work, unless told not to
@@ -166,6 +166,7 @@ def run(
         code = fleet_run.run_fleet(
             ws, slug, host, agents, into, coordinate, lease_ttl or TTL,
             [*options, "--", *extra], baseline=baseline,
+            member_check=lambda tree: driver.prepare(tree, request, os.environ, Path.home()),
         )  # fmt: skip
         raise SystemExit(code)
     if member is not None and fleet_root is not None:  # a fleet's member: the fleet's leases
@@ -180,6 +181,7 @@ def run(
                 lambda tree, step: driver.drive(
                     tree, replace(request, step=step), ready, env, clock(), shown
                 ),
+                say=shown,
             )
         )  # fmt: skip
     say(_store_line(ws.root, ready, extra), err=as_json)

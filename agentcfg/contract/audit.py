@@ -19,7 +19,7 @@ from typing import Any
 
 from agentcfg import loading
 from agentcfg.config import load_config
-from agentcfg.contract import finals, trust, verify
+from agentcfg.contract import carried, finals, trust, verify
 from agentcfg.contract import store as contract
 from agentcfg.contract.model import Receipt, command_hash, deciding, matched, text_hash
 from agentcfg.contract.verify import VerifyResult
@@ -71,6 +71,9 @@ class Audit:
     rows: tuple[Row, ...]
     contracts: int  # run contract records on the roadmap; none: every step counts
     tampered: tuple[str, ...] = ()  # the records whose seal fails, as the person reads them
+    history: int = (
+        0  # receipts read as the branch's history holds them, their seal not this person's
+    )
 
     @property
     def ok(self) -> bool:
@@ -82,7 +85,13 @@ def audit(ws: Workspace, slug: str, env: Mapping[str, str], rerun: bool = False)
     roadmap = loading.load(ws, slug)
     good, refused = contract.sealed_receipts(ws, slug)
     tampered = [contract.refused(slug, refused)] if refused else []
-    receipts = _receipts(ws, slug, good)
+    own, others = carried.read(ws, slug)
+    if others and not verify.committed(ws.root, carried.shown(slug)):
+        tampered.append(
+            f"{len(others)} of the receipts in {carried.shown(slug)} (not as committed)"
+        )
+        others = []
+    receipts = _receipts(ws, slug, [*own, *others, *good])
     contracted: set[str] = set()
     terms: dict[str, tuple[set[str], float]] = {}  # a step's ids then and when it joined, by id
     records = 0
@@ -113,17 +122,17 @@ def audit(ws: Workspace, slug: str, env: Mapping[str, str], rerun: bool = False)
             else r
             for r in rows
         ]
-    return Audit(slug, tuple(rows), records, tuple(tampered))
+    return Audit(slug, tuple(rows), records, tuple(tampered), len(others))
 
 
 def _receipts(
     ws: Workspace, slug: str, items: list[dict[str, Any]]
 ) -> list[tuple[Receipt, dict[str, Any]]]:
-    """Every receipt of the roadmap whose seal holds (the final re-proof's entries too), read as
-    the hook reads them, each with the fields it was written with."""
+    """Every receipt of the roadmap whose seal holds (the final re-proof's entries too), and
+    those its fleet's branch carries, read as the hook reads them, each with its fields."""
     # the final record first: where receipts are kept it repeats some, and those after it are newer
     final = finals.read_final(ws, slug)
-    if final is None and _committed(ws, finals.shown(slug)):
+    if final is None and verify.committed(ws.root, finals.shown(slug)):
         # a fleet's record, committed on its branch: sealed on the machine that made it, read
         # here as the branch's history holds it (a reviewer's clone has another key)
         final = finals.read_final(ws, slug, sealed=False)
@@ -178,13 +187,6 @@ def _in_history(ws: Workspace, rows: list[Row]) -> list[Row]:
     ]
 
 
-def _committed(ws: Workspace, path: str) -> bool:
-    """Whether git tracks the file and it is as HEAD holds it."""
-    tracked = verify.git(ws.root, "ls-files", "--error-unmatch", "--", path)
-    same = verify.git(ws.root, "diff", "--quiet", "HEAD", "--", path)
-    return tracked is not None and same is not None and tracked.returncode == same.returncode == 0
-
-
 def _ancestor(ws: Workspace, head: str) -> bool:
     found = verify.git(ws.root, "merge-base", "--is-ancestor", head, "HEAD")
     return found is None or found.returncode == 0  # git cannot tell: not held against it
@@ -196,6 +198,7 @@ def to_json(found: Audit) -> dict[str, Any]:
         "ok": found.ok,
         "contracts": found.contracts,
         "tampered": list(found.tampered),
+        "from_history": found.history,
         "counts": {s: sum(r.status == s for r in found.rows) for s in STATUSES},
         "evidence": {w: sum(r.evidence == w for r in found.rows) for w in WORDS},
         "steps": [

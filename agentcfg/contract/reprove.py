@@ -17,7 +17,7 @@ from typing import Any
 
 from agentcfg import loading, state
 from agentcfg.config import load_config
-from agentcfg.contract import finals, trust, verify
+from agentcfg.contract import carried, finals, trust, verify
 from agentcfg.contract import store as contract
 from agentcfg.contract.finals import Final, Proved
 from agentcfg.contract.model import Receipt, command_hash, deciding, judge, matched, text_hash
@@ -113,20 +113,24 @@ def reprove(
     record: bool = True,
     clock: Callable[[], float] = time.monotonic,
     key: str | None = None,
+    branch: bool = False,
 ) -> Reproof:
     """Run every contracted step's trusted verify line again (`only`: just these steps, a fleet
     member's); reopen the ticked ones that fail; record each outcome as a `final` receipt and,
     with `record`, the roadmap's final record.
 
     `changed(step)`: the files its check guards that changed since a person trusted it (a step
-    with any counts as failed, "check changed: <files>"); None: nothing changed.
+    with any counts as failed, "check changed: <files>"); None: nothing changed. With `branch`
+    (a fleet's final re-proof on its branch), the receipts the branch carries count too: those
+    of the steps other machines integrated (carried.py).
     """
     started = clock()
     slug = ws.canonical(slug)
     roadmap = loading.load(ws, slug)
     ids = contracted(ws, slug, roadmap)
     steps = [s for s in roadmap.steps if s.id in ids and (only is None or s.id in only)]
-    receipts = contract.read_receipts(ws, slug)
+    stored = _stored(ws, slug, branch)
+    receipts = tuple(r for r in map(contract.receipt_of, stored) if r is not None)
     known = _trusted(ws, slug, env)
     timeout = load_config(ws, env).verify_timeout
     outcomes: dict[str, tuple[bool, str]] = {}
@@ -137,7 +141,6 @@ def reprove(
         )
     seconds = clock() - started
     moment = iso_ms(now)
-    stored = contract.sealed_receipts(ws, slug)[0]
     for step in steps:
         passed, reason = outcomes[step.id]
         fields: dict[str, object] = {
@@ -231,6 +234,17 @@ def _proof(
             found: dict[str, Any] = item
             return found
     return None
+
+
+def _stored(ws: Workspace, slug: str, branch: bool) -> list[dict[str, Any]]:
+    """The roadmap's sealed receipts, with `branch` those its branch carries (as committed),
+    in the order they were made."""
+    stored = contract.sealed_receipts(ws, slug)[0]
+    if not branch:
+        return stored
+    own, others = carried.read(ws, slug)
+    kept = others if verify.committed(ws.root, carried.shown(slug)) else []
+    return sorted([*stored, *own, *kept], key=lambda item: str(item.get("at")))
 
 
 def _trusted(ws: Workspace, slug: str, env: Mapping[str, str]) -> dict[str, str] | None:

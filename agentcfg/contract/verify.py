@@ -343,10 +343,10 @@ def receipt(
     env: Mapping[str, str],
     result: VerifyResult | None,
     counts: bool = True,
-) -> None:
+) -> dict[str, object] | None:
     """The `verified` event of a verify run (`result`), or of a step with no verify line to
     run; a passing one that `counts` (its evidence is what contract.require asks) is also the
-    step's receipt, which closes it in the run's contract."""
+    step's receipt, which closes it in the run's contract: its fields are returned."""
     from agentcfg.contract import store as contract
     from agentcfg.contract.model import command_hash, text_hash
     from agentcfg.core.times import iso_ms
@@ -365,8 +365,11 @@ def receipt(
     passed = result is None or result.passed
     refused = {} if counts or not passed else {"refused": "contract.require"}
     log(ws, "verified", slug, roadmap, env, moment, **fields, passed=passed, **refused)
-    if passed and counts:
-        contract.add_receipt(ws, slug, {**fields, "at": iso_ms(moment)}, roadmap)
+    if not (passed and counts):
+        return None
+    made = {**fields, "at": iso_ms(moment)}
+    contract.add_receipt(ws, slug, made, roadmap)
+    return made
 
 
 GIT_TIMEOUT = 10.0
@@ -381,6 +384,13 @@ def git(root: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
         )  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         return None
+
+
+def committed(root: Path, path: str) -> bool:
+    """Whether git tracks the file at `path` (relative to `root`) and it is as HEAD holds it."""
+    tracked = git(root, "ls-files", "--error-unmatch", "--", path)
+    same = git(root, "diff", "--quiet", "HEAD", "--", path)
+    return tracked is not None and same is not None and tracked.returncode == same.returncode == 0
 
 
 def git_facts(root: Path) -> dict[str, object]:

@@ -20,16 +20,19 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentcfg import loading, state
+from agentcfg import install, loading, state
 from agentcfg.config import load_config
 from agentcfg.contract import evidence, finals, trust
 from agentcfg.contract.reprove import Reproof, guarded, reprove
 from agentcfg.core.order import Readiness, readiness, side_by_side, waits_json, waits_line
 from agentcfg.core.roadmap import Roadmap, scan
-from agentcfg.errors import AgentcfgError, IntegrationError, LeaseError, LeaseHeld
+from agentcfg.core.texts import plural
+from agentcfg.errors import AgentcfgError, InstallError, IntegrationError, LeaseError, LeaseHeld
 from agentcfg.fleet import steps as fleet
 from agentcfg.fleet.integrate import Integration, has_identity, integrate
 from agentcfg.fleet.leases import IDENTITY, TTL, Lease, Store
+from agentcfg.hosts.base import settings_hook
+from agentcfg.hosts.registry import adapter
 from agentcfg.paths import LOCKS, ROADMAPS, STATE, WORKTREES
 from agentcfg.run import driver
 from agentcfg.run.model import EXIT_CODES
@@ -129,7 +132,34 @@ def prepare_members(plan_: Fleet, agents: int, env: Mapping[str, str]) -> list[W
         members.append(Workspace(tree))
     for member in members:
         _carry_trust(Workspace(plan_.root), member, plan_.slug, env)
+        hook_for(plan_.host, member, env)
     return members
+
+
+def hook_for(host: str, member: Workspace, env: Mapping[str, str]) -> Path | None:
+    """Our stop hook where the member's host reads it, whatever the person committed: the
+    project's file as git left it holds a hook that runs, or the person's own (user) file does,
+    or the plugin; else the fleet writes it into the member's worktree. The file it wrote, which
+    the member's commits leave out; None when it wrote none. AgentcfgError when it cannot."""
+    spec = adapter(host)
+    home = Path(env.get("HOME") or Path.home())
+    if settings_hook(spec, member.root, home, env) is not None:
+        return None
+    if spec.plugin(member.root, home, env) is not None:
+        return None
+    try:
+        wiring = install.wire(host, "project", member.root, home, env)
+    except InstallError as exc:
+        raise AgentcfgError(f"cannot install the stop hook in a member's worktree: {exc}") from None
+    path = wiring.changes[0].path
+    unmet = [f.message for f in wiring.missing if f.level == "error"]
+    if unmet or settings_hook(spec, member.root, home, env) != path:
+        why = unmet[0] if unmet else f"{spec.TITLE} does not read it"
+        raise AgentcfgError(
+            f"the stop hook written to {path} would not run: {why}; install it once for your "
+            f"user instead: agentcfg hooks install --host {host} --scope user"
+        )
+    return path
 
 
 def _carry_trust(main: Workspace, member: Workspace, slug: str, env: Mapping[str, str]) -> None:
@@ -152,10 +182,16 @@ def sync(plan_: Fleet, member: Workspace, n: int) -> None:
     """The member's worktree and branch at the fleet branch's tip, its own files cleared."""
     if plan_.coordinate is not None:
         with _integration_lock(plan_):  # the checkout of the fleet's branch moves
-            _git(plan_.root, "fetch", "--quiet", plan_.coordinate, plan_.into)
-            _git(plan_.root, "merge", "--quiet", "--ff-only", "FETCH_HEAD", check=False)
+            _catch_up(plan_)
     _git(member.root, "reset", "--quiet", "--hard", plan_.into)
     _git(member.root, "clean", "--quiet", "-fd", f"--exclude={STATE}/")
+
+
+def _catch_up(plan_: Fleet) -> None:
+    """The checkout of the fleet's branch at the remote's tip, where it can get there by a
+    fast-forward (under the integration lock)."""
+    _git(plan_.root, "fetch", "--quiet", plan_.coordinate or "", plan_.into)
+    _git(plan_.root, "merge", "--quiet", "--ff-only", "FETCH_HEAD", check=False)
 
 
 def member_loop(
@@ -178,14 +214,19 @@ def member_loop(
     main = Workspace(plan_.root)
     told: list[object] = [None]  # the wait last told, so that each is told once
     idle = 0  # looks in a row that found nothing ready and nothing in progress
+    mine: list[str] = []  # the steps this member integrated
     while True:
         sync(plan_, member, n)
+        written = hook_for(plan_.host, member, env)  # the sync cleared what the fleet wrote
         roadmap = loading.load(member, plan_.slug)
         still_open = {step.id for step in roadmap.steps if step.is_open}
         if not still_open:
+            say(_member_end(plan_, mine, "no step is left open on the fleet's branch"))
             return 0
         excluded = _reopened_too_often(main, plan_.slug)
         if still_open <= excluded:
+            left = ", ".join(sorted(still_open))
+            say(_member_end(plan_, mine, f"the steps left open ({left}) wait for a person"))
             return LEFT_TO_A_PERSON
         found = readiness(roadmap)
         lease = None
@@ -230,12 +271,14 @@ def member_loop(
         ending, code = work(member, lease)
         if ending != "complete":
             fleet.leave(member, plan_.slug, time.time())
+            say(_member_end(plan_, mine, f"step {lease.step} ended {ending}"))
             return code
-        _commit(member, f"agentcfg: {plan_.slug} step {lease.step}")
+        _commit(member, f"agentcfg: {plan_.slug} step {lease.step}", written)
         try:
             fleet.require_lease(member, plan_.slug, lease.step)
         except LeaseError as lost:
             _log(main, "lease-lost", plan_.slug, step=lease.step, member=n, why=str(lost))
+            say(f"step {lease.step} not integrated: {lost}; the fleet goes on")
             continue
         result = _integrate(plan_, member, n, lease, env, timeout)
         if result.outcome == "integrated":
@@ -249,6 +292,8 @@ def member_loop(
                 commit=result.commit,
                 unticked=list(result.unticked),
             )
+            mine.append(lease.step)
+            say(f"step {lease.step} integrated into `{plan_.into}`; the fleet goes on")
         else:
             kept = f"agentcfg/{plan_.slug}/kept/{lease.step}-{n}"
             _git(plan_.root, "branch", "--force", kept, plan_.branch(n))
@@ -262,7 +307,15 @@ def member_loop(
                 reason=result.outcome,
                 detail=result.detail,
             )
+            why = result.outcome + (f": {result.detail}" if result.detail else "")
+            say(f"step {lease.step} reopened ({why}), its work kept on `{kept}`; the fleet goes on")
         fleet.leave(member, plan_.slug, time.time())
+
+
+def _member_end(plan_: Fleet, mine: list[str], why: str) -> str:
+    """A member's last line: its own steps, and why it stops; never the fleet's ending."""
+    done = f"{plural(len(mine), 'step')} integrated" + (f" ({', '.join(mine)})" if mine else "")
+    return f"member done on `{plan_.slug}`: {done}; {why}"
 
 
 def _integrate(
@@ -349,9 +402,11 @@ def _reopened_too_often(main: Workspace, slug: str) -> frozenset[str]:
     return frozenset(step for step, times in counts.items() if times >= REOPEN_LIMIT)
 
 
-def _commit(member: Workspace, message: str) -> None:
-    """Commit what the member's host made of its step (state/ ignores itself)."""
-    _git(member.root, "add", "--all")
+def _commit(member: Workspace, message: str, written: Path | None = None) -> None:
+    """Commit what the member's host made of its step (state/ ignores itself), less the host
+    settings the fleet wrote for it (`written`): they hold a path of this machine."""
+    left_out = [] if written is None else [f":(exclude){written.relative_to(member.root)}"]
+    _git(member.root, "add", "--all", "--", ".", *left_out)
     if _git(member.root, "diff", "--cached", "--quiet", check=False).returncode != 0:
         _git(member.root, "commit", "--quiet", "--no-verify", "-m", message)
 
@@ -455,15 +510,27 @@ def run_fleet(
     coordinate: str | None, ttl: float, passed: Sequence[str],
     say: Callable[[str], None] = print, env: Mapping[str, str] = os.environ,
     baseline: Callable[[], None] = lambda: None,
+    member_check: Callable[[Workspace], object] = lambda tree: None,
 ) -> int:  # fmt: skip
     """`run --agents N`: the members' worktrees, one member process each, until every one has
     ended; the worktrees are removed at the end (a reopened step's branch is kept). The
-    `baseline` is taken once the fleet can start, before the members get their copies of it."""
+    `baseline` is taken once the fleet can start, before the members get their copies of it;
+    `member_check` asks of a member's worktree what its process will ask before it starts
+    (AgentcfgError: what would stop every member, said once, before any starts)."""
     the_fleet = plan(ws.root, slug, host, into, coordinate, ttl)
+    if coordinate is not None:  # start where the other machines are
+        with _integration_lock(the_fleet):
+            _catch_up(the_fleet)
+    done_before = scan(loading.load(ws, the_fleet.slug)).counts.done
     if agents > 1 and (alone := one_at_a_time(loading.load(ws, the_fleet.slug))):
         say(f"roadmap `{the_fleet.slug}` {alone}")
     baseline()
-    members = prepare_members(the_fleet, agents, env)
+    try:
+        members = prepare_members(the_fleet, agents, env)
+        member_check(members[0])
+    except AgentcfgError as exc:
+        _remove(the_fleet, agents)
+        raise AgentcfgError(f"every member would stop: {exc}") from None
     try:
         _log(ws, "fleet-start", the_fleet.slug, agents=agents, into=the_fleet.into,
              coordinate=coordinate)  # fmt: skip
@@ -476,6 +543,7 @@ def run_fleet(
     finally:
         _remove(the_fleet, len(members))
     counts = scan(loading.load(ws, the_fleet.slug)).counts
+    closed = max(0, counts.done - done_before)  # on the fleet's branch, by every machine
     ending = "complete" if counts.open == 0 and counts.blocked == 0 else (
         "blocked" if counts.open == 0 else "unfinished"
     )  # fmt: skip
@@ -485,13 +553,18 @@ def run_fleet(
         if not found.ok:
             ending = "halt-unproven"
             counts = scan(loading.load(ws, the_fleet.slug)).counts
-    events = [e for e in _events(ws, the_fleet.slug)]
+    events = _events(ws, the_fleet.slug)
+    starts = [k for k, e in enumerate(events) if e.get("event") == "fleet-start"]
+    events = events[starts[-1] :] if starts else events  # this fleet's, not an earlier one's
     integrated = sum(1 for e in events if e.get("event") == "integrated")
     reopened = sum(1 for e in events if e.get("event") == "reopened")
     _log(ws, "fleet-end", the_fleet.slug, ending=ending, members=codes)
+    where = f"{plural(integrated, 'step')} integrated"
+    if coordinate is not None:
+        where += f" here, {max(0, closed - integrated)} by other machines"
     say(
-        f"fleet on `{the_fleet.slug}`: {ending}; {integrated} steps integrated, "
-        f"{reopened} reopened, {counts.open} open; member exits {codes}"
+        f"fleet on `{the_fleet.slug}`: {ending}; {where}, {reopened} reopened, "
+        f"{counts.open} open; member exits {codes}"
     )
     if ending != "unfinished":
         return EXIT_CODES[ending]
@@ -517,26 +590,36 @@ def one_at_a_time(roadmap: Roadmap) -> str | None:
 
 
 def final_reproof(plan_: Fleet, env: Mapping[str, str]) -> Reproof:
-    """Every ticked step's trusted verify line again on the fleet's branch as integrated; what
-    fails is reopened. The final record (and any reopening) is committed on the branch, so a
-    fresh clone's `roadmap audit` reads the same proof."""
+    """Every ticked step's trusted verify line again on the fleet's branch as integrated (the
+    receipts the branch carries count for the steps integrated elsewhere); what fails is
+    reopened. The final record (and any reopening) is committed on the branch, so a fresh
+    clone's `roadmap audit` reads the same proof; with a remote, on its tip (again on the new
+    tip when another machine pushed first)."""
     main = Workspace(plan_.root)
     with _integration_lock(plan_):
-        found = reprove(
-            main, plan_.slug, env, now=time.time(), changed=guarded(main, plan_.slug, env)
-        )
-        _git(plan_.root, "add", "--force", "--", finals.shown(plan_.slug),
-             f"{ROADMAPS}/{plan_.slug}.md")  # fmt: skip
-        if _git(plan_.root, "diff", "--cached", "--quiet", check=False).returncode != 0:
+        for _ in range(PUBLISH_TRIES):
+            if plan_.coordinate is not None:
+                _git(plan_.root, "fetch", "--quiet", plan_.coordinate, plan_.into)
+                _git(plan_.root, "reset", "--quiet", "--hard", "FETCH_HEAD")
+            found = reprove(
+                main, plan_.slug, env, now=time.time(), changed=guarded(main, plan_.slug, env),
+                branch=True,
+            )  # fmt: skip
+            _git(plan_.root, "add", "--force", "--", finals.shown(plan_.slug),
+                 f"{ROADMAPS}/{plan_.slug}.md")  # fmt: skip
+            if _git(plan_.root, "diff", "--cached", "--quiet", check=False).returncode == 0:
+                return found
             _git(plan_.root, "commit", "--quiet", "--no-verify", "-m",
                  f"agentcfg: {plan_.slug}: the fleet's final re-proof")  # fmt: skip
-            _publish(plan_)
-    return found
+            if _publish(plan_):
+                return found
+    raise IntegrationError(f"lost the race to push `{plan_.into}` {PUBLISH_TRIES} times")
 
 
 def run_member(
     ws: Workspace, root: Path, slug: str, host: str, n: int, into: str | None,
     coordinate: str | None, ttl: float, drive: Callable[[Workspace, str], driver.Result],
+    say: Callable[[str], None] = lambda line: None,
 ) -> int:  # fmt: skip
     """One member process: its loop, with the host run by the driver for each leased step."""
     main = Workspace(root)
@@ -549,7 +632,7 @@ def run_member(
         return result.ending, result.exit_code
 
     timeout = load_config(main, os.environ).verify_timeout
-    return member_loop(the_fleet, ws, n, work, os.environ, timeout=timeout)
+    return member_loop(the_fleet, ws, n, work, os.environ, timeout=timeout, say=say)
 
 
 def _member_run(main: Workspace, slug: str, n: int, step: str, result: driver.Result) -> None:

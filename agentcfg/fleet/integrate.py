@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentcfg import loading
-from agentcfg.contract import trust
+from agentcfg.contract import carried, finals, trust
 from agentcfg.contract.verify import changed_checks, find_step, mark_open, receipt, run
 from agentcfg.core import ticks
 from agentcfg.core.roadmap import parse_roadmap
@@ -61,6 +61,7 @@ def integrate(
             _abort(target)
             return Integration(branch, step_id, "conflict", detail=", ".join(left))
     try:
+        _keep_ours(target, (carried.shown(slug), finals.shown(slug)))
         return _prove(target, branch, slug, step_id, env, timeout)
     except BaseException:
         _abort(target)
@@ -89,14 +90,30 @@ def _prove(
             _abort(target)
             shown = "timed out" if result.exit_code is None else f"exit {result.exit_code}"
             return Integration(branch, step.id, "reverify-failed", detail=shown)
-    receipt(ws, slug, roadmap, step, env, result)  # proven on the fleet's branch: its receipt
+    made = receipt(ws, slug, roadmap, step, env, result)  # proven on the fleet's branch
+    if made is not None:  # the receipt travels with the integration, on the branch
+        carried.add(ws, slug, made)
+        _git(target, "add", "--force", "--", carried.shown(slug))
     if _merge_in_progress(target):
         _git(target, "commit", "--quiet", "--no-edit", "--no-verify")
-    elif unticked:  # a fast-forward merge leaves nothing in progress: the reopening is a commit
-        _git(target, "commit", "--quiet", "--no-verify", "-m",
-             f"agentcfg: {slug}: reopen what step {step.id}'s member ticked without its proof")  # fmt: skip
+    elif unticked or made is not None:  # nothing in progress: a commit of its own
+        said = (f"reopen what step {step.id}'s member ticked without its proof" if unticked
+                else f"step {step.id}'s receipt")  # fmt: skip
+        _git(target, "commit", "--quiet", "--no-verify", "-m", f"agentcfg: {slug}: {said}")
     commit = _git(target, "rev-parse", "HEAD").stdout.strip()
     return Integration(branch, step.id, "integrated", commit, unticked=unticked)
+
+
+def _keep_ours(target: Path, paths: tuple[str, ...]) -> None:
+    """The fleet's own records on its branch as the branch had them, whatever the member's
+    branch brought: only an integration or the fleet's final re-proof writes them."""
+    changed = _git(target, "diff", "--cached", "--name-only", "HEAD", "--", *paths).stdout
+    for path in changed.splitlines():
+        if _git(target, "cat-file", "-e", f"HEAD:{path}", check=False).returncode == 0:
+            _git(target, "checkout", "HEAD", "--", path)
+        else:
+            _git(target, "rm", "--quiet", "--cached", "--force", "--", path)
+            (target / path).unlink(missing_ok=True)
 
 
 def _untick_others(target: Path, ws: Workspace, slug: str, step_id: str) -> tuple[str, ...]:

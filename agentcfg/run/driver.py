@@ -166,8 +166,12 @@ class Prepared:
     warnings: tuple[str, ...] = ()  # what will keep the agent's commands from running
 
 
-def prepare(ws: Workspace, request: Request, env: Mapping[str, str], home: Path) -> Prepared:
-    """Everything checked before anything starts; AgentcfgError with one line otherwise."""
+def prepare(
+    ws: Workspace, request: Request, env: Mapping[str, str], home: Path, hook: bool = True
+) -> Prepared:
+    """Everything checked before anything starts; AgentcfgError with one line otherwise.
+    Without `hook`, whether the stop hook is installed here is not asked (a fleet installs it
+    in each member's worktree)."""
     try:
         host = registry.adapter(request.host)
     except KeyError:
@@ -200,8 +204,8 @@ def prepare(ws: Workspace, request: Request, env: Mapping[str, str], home: Path)
             f"roadmap `{slug}` was stopped by {stopped.by} at {iso(stopped.stopped_at)}: "
             f"`agentcfg resume {slug}` first"
         )
-    hooked = settings_hook(host, ws.root, home, env)
-    if hooked is None and host.plugin(ws.root, home, env) is None:
+    hooked = settings_hook(host, ws.root, home, env) if hook else None
+    if hook and hooked is None and host.plugin(ws.root, home, env) is None:
         raise AgentcfgError(
             f"the stop hook is not installed for {host.TITLE}: run "
             f"`agentcfg hooks install --host {host.NAME}` first"
@@ -474,12 +478,18 @@ class _Driver:
             _record(self.ws, ending, self.current, slug, self.clock, **fields)
         undone = self._rollback(ending)  # before the count: the steps it opened again count
         row = _row(self.ws, self.slug, self.current)
+        step = self.request.step
         try:
-            closed = max(0, self.open_at_start - scan(loading.load(self.ws, slug)).counts.open)
+            now_open = [s for s in loading.load(self.ws, slug).steps if s.is_open]
+            closed = max(0, self.open_at_start - len(now_open))
+            if step is not None:  # a member's run closes its leased step, or none
+                closed = int(all(s.id != step for s in now_open))
         except AgentcfgError:
             closed = 0
         summary = self.reproof.summary() if self.reproof is not None else None
-        self.say(plan.ending_text(ending, action.exit_code, slug, closed, row, progress, summary))
+        self.say(
+            plan.ending_text(ending, action.exit_code, slug, closed, row, progress, summary, step)
+        )
         for line in _told(self.ws, self.current, ending):
             self.say(f"  {line}")
         told = self._told(ending)

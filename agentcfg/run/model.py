@@ -302,9 +302,11 @@ def ending_text(
     row: dict[str, object] | None,
     progress: Progress,
     reproof: str | None = None,
+    step: str | None = None,
 ) -> str:
     """The run's typed ending, with the numbers `report` has for it (and the re-proof's time,
-    when one ran)."""
+    when one ran). A fleet member's run (`step`, its leased step) speaks for that step only: its
+    `complete` is the step's, and the fleet integrates it next."""
     numbers = [f"{plural(closed, 'step')} closed"]
     if row is not None:
         tokens = row.get("tokens")
@@ -316,9 +318,17 @@ def ending_text(
             f"{total:,} tokens" if isinstance(total, int) else "tokens unknown",
             format_duration(float(wall) if isinstance(wall, (int, float)) else 0.0),
         ]
+    if step is None:
+        head = f"agentcfg run: {ending} — roadmap `{slug}` (exit {exit_code})"
+    elif ending == "complete":
+        head = (
+            f"agentcfg run: step {step} closed in this member's worktree; the fleet integrates it"
+        )
+    else:
+        head = f"agentcfg run: {ending} on step {step} of roadmap `{slug}` (exit {exit_code})"
     return "\n".join(
         (
-            f"agentcfg run: {ending} — roadmap `{slug}` (exit {exit_code})",
+            head,
             "  " + ", ".join(numbers),
             f"  {plural(progress.starts, 'host start')}, {plural(progress.restarts, 'restart')}",
             *([f"  {reproof}"] if reproof else []),

@@ -128,7 +128,7 @@ def test_a_members_host_runs_with_the_fleets_roadmap_named(
     def drive(tree: Workspace, request: object, ready: object, env: Any, *rest: object) -> None:
         seen.append(env.get("AGENTCFG_FLEET"))
 
-    def run_member(ws: Workspace, root: Path, *args: Any) -> int:
+    def run_member(ws: Workspace, root: Path, *args: Any, **named: Any) -> int:
         args[-1](ws, "1.1")
         return 0
 
