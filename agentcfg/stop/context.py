@@ -83,6 +83,12 @@ class HookContext:
         return controls.read_stop(self.ws, self.claim.slug) if self.claim else None
 
     @cached_property
+    def yielding(self) -> str | None:
+        """Why `agentcfg run` asked this run to end its turn (a usage window reached the
+        person's reserve); None when it did not."""
+        return controls.read_yield(self.ws, self.key) if self.claim else None
+
+    @cached_property
     def member(self) -> membership.Membership | None:
         """This workspace's step lease in a fleet on the claimed roadmap (renewed here once
         due), or None outside a fleet; a lease that passed to another member sets lease_lost."""

@@ -38,6 +38,7 @@ class TurnEndGate:
             or not ctx.turn
             or ctx.config.mode == "off"
             or ctx.stop is not None  # a person stopped the run: nothing may hold the agent
+            or ctx.yielding is not None  # `agentcfg run` pauses it at this turn end
         ):
             return ALLOW
         if ctx.config.gate_scope == "claimed" and not ctx.autonomous:
