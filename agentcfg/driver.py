@@ -419,7 +419,7 @@ class _Driver:
             return None
         return _Reserve(
             reader, reserve, self.request.policy.quota_margin, dict(self.seat.windows), self.ws,
-            self.current.key, self.clock,
+            self.current, self.clock, self.env, windows.FILES.get(self.host.NAME),
         )  # fmt: skip
 
     def _spent(self) -> quota.Reading | None:
@@ -604,7 +604,7 @@ def _run(
     moved_on = deadline = False
     try:  # from the start: a Ctrl-C at any point ends what was started
         watchdog = Watchdog(proc.pid)
-        shown = None if reserve is None else reserve.seen
+        shown = None if reserve is None or reserve.locate else reserve.seen
         streams = [_Tail(proc.stdout, shown), _Tail(proc.stderr)]
         cap = _cap(ws, current)
         while True:
@@ -624,6 +624,8 @@ def _run(
                 runner.interrupt(current.session)
                 moved_on = True
                 continue
+            if reserve is not None:
+                reserve.follow()
             time.sleep(POLL)
     except KeyboardInterrupt:
         end_group(proc)
@@ -636,6 +638,7 @@ def _run(
         for tail in streams:  # a process that left the group may hold the output open
             tail.join(TAIL_WAIT)
         if reserve is not None:
+            reserve.follow()  # what the session's file gained since the last look
             reserve.done()
     code = proc.returncode
     return _Ran(
@@ -657,10 +660,16 @@ class _Reserve:
     margin: float
     known: dict[str, quota.Reading]  # the windows as the host showed them before this start
     ws: Workspace
-    key: str | None  # the run asked; None: a claim not bound yet, nothing to ask
+    current: _Session  # the run asked (once its claim is bound)
     clock: Clock
+    env: Mapping[str, str]
+    locate: windows.Locator | None = None  # the session's file the windows are read from;
+    # None: they come on the start's stdout
     readings: list[quota.Reading] = field(default_factory=list)
     asked: bool = False
+    source: Path | None = None
+    offset: int = 0
+    key: str | None = None  # the run an ask was left for
 
     def __post_init__(self) -> None:
         self.done()  # an ask a start before this one left behind
@@ -671,18 +680,42 @@ class _Reserve:
             return
         self.readings.extend(found)
         shown = quota.latest(self.known, self.readings)
-        if self.asked or self.key is None:
+        key = self.current.key
+        if self.asked or key is None:
             return
         if quota.spent(shown.values(), self.reserve, self.clock.now(), self.margin) is not None:
-            self.asked = True
+            self.asked, self.key = True, key
             try:
-                controls.ask_yield(self.ws, self.key, "reserve", self.clock.now())
+                controls.ask_yield(self.ws, key, "reserve", self.clock.now())
             except (OSError, StateError):  # unasked, the start ends as it would; the wait after
                 self.asked = False
 
+    def follow(self) -> None:
+        """Read the new whole lines of the session's file (once the session is known; from
+        where the file stood when it was found: what came before is another start's)."""
+        if self.locate is None or self.current.session is None:
+            return
+        if self.source is None:
+            self.source = self.locate(self.env, self.current.session)
+            if self.source is None:
+                return
+            with contextlib.suppress(OSError):
+                self.offset = 0 if not self.known else self.source.stat().st_size
+        try:
+            with self.source.open("rb") as handle:
+                handle.seek(self.offset)
+                data = handle.read(READ_LIMIT)
+        except OSError:
+            return
+        end = data.rfind(b"\n") + 1
+        for line in data[:end].splitlines():
+            self.seen(line)
+        self.offset += end
+
     def done(self) -> None:
-        if self.key is not None:
-            controls.drop_yield(self.ws, self.key)
+        key = self.key or self.current.key
+        if key is not None:
+            controls.drop_yield(self.ws, key)
 
 
 def _reset(

@@ -68,8 +68,8 @@ _NO_WINDOWS = " and ".join(
     "--reserve",
     metavar="PCT",
     help="Keep PCT % of each usage window for yourself: at a turn end once a window is "
-    "100-PCT % used, pause until its reset (run.reserve in agentcfg.yaml). Only Claude Code "
-    f"shows its windows (signed in with a subscription); {_NO_WINDOWS} show none.",
+    "100-PCT % used, pause until its reset (run.reserve in agentcfg.yaml). Claude Code "
+    f"(signed in with a subscription) and Codex show their windows; {_NO_WINDOWS} show none.",
 )
 @click.option(
     "--fresh-per-step",

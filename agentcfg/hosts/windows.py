@@ -3,8 +3,11 @@
 Claude Code (`--output-format stream-json --verbose`, signed in with a subscription's token)
 prints after each reply a `rate_limit_event` whose `rate_limit_info.unifiedWindows` holds each
 window's `utilization` (0..1) and `resetsAt` (epoch seconds); an API key's runs print none.
-Only the host's own records are read: a line that is not a whole JSON record of that type
-(the model's words inside another record included) shows no window.
+Codex writes its windows into its session file (`$CODEX_HOME/sessions/.../rollout-*-<thread
+id>.jsonl`): each `token_count` event's `rate_limits.primary|secondary` with `used_percent`,
+`window_minutes` and `resets_at`. Only the host's own records are read: a line that is not a
+whole JSON record of that type (the model's words inside another record included) shows no
+window.
 
 Imported by the driver, never on the stop hook's path.
 """
@@ -13,7 +16,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 from agentcfg.core.quota import Reading
 from agentcfg.hosts.limits import LATEST
@@ -49,6 +53,51 @@ def claude_windows(line: str | bytes) -> list[Reading]:
     return found
 
 
+# Codex's windows by their length in minutes, named as Claude Code names the same windows
+CODEX_WINDOWS = {300: "five_hour", 10080: "seven_day"}
+
+
+def codex_windows(line: str | bytes) -> list[Reading]:
+    """The windows one line of a Codex session file shows; [] for any other line."""
+    if len(line) > LINE_LIMIT or b'"rate_limits"' not in _bytes(line):
+        return []
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return []
+    payload = record.get("payload") if isinstance(record, dict) else None
+    if not isinstance(payload, dict) or payload.get("type") != "token_count":
+        return []
+    limits = payload.get("rate_limits")
+    found: list[Reading] = []
+    for slot in ("primary", "secondary"):
+        window = limits.get(slot) if isinstance(limits, dict) else None
+        if not isinstance(window, dict):
+            continue
+        used, minutes = _number(window.get("used_percent")), window.get("window_minutes")
+        name = CODEX_WINDOWS.get(minutes, slot) if isinstance(minutes, int) else slot
+        reading = _reading(name, {"utilization": None if used is None else used / 100.0,
+                                  "resetsAt": window.get("resets_at")})  # fmt: skip
+        if reading is not None:
+            found.append(reading)
+    return found
+
+
+def codex_session_file(env: Mapping[str, str], session: str) -> Path | None:
+    """The session file Codex writes for thread `session`, the newest if several; None when
+    there is none (yet) or the id is not a thread id."""
+    if not session or not all(c in "0123456789abcdef-" for c in session.lower()):
+        return None
+    root = (
+        Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else Path(env.get("HOME", "~")) / ".codex"
+    )
+    try:
+        found = sorted((root / "sessions").glob(f"*/*/*/rollout-*-{session}.jsonl"))
+    except OSError:
+        return None
+    return found[-1] if found else None
+
+
 def _reading(name: str, window: object) -> Reading | None:
     if not isinstance(window, dict):
         return None
@@ -73,10 +122,13 @@ def _bytes(line: str | bytes) -> bytes:
 
 
 Reader = Callable[[bytes], list[Reading]]
+Locator = Callable[[Mapping[str, str], str], "Path | None"]
 
-# the hosts whose windows a run can see, how to read them, and what their start needs to show
-# them; every other host shows none (`agentcfg run --reserve` says so)
-READERS: dict[str, Reader] = {"claude": claude_windows}
+# the hosts whose windows a run can see, how to read them (from the start's stdout, or from a
+# file of the session), and what their start needs to show them; every other host shows none
+# (`agentcfg run --reserve` says so)
+READERS: dict[str, Reader] = {"claude": claude_windows, "codex": codex_windows}
+FILES: dict[str, Locator] = {"codex": codex_session_file}
 SHOWN_BY = {"claude": ("--output-format", "stream-json", "--verbose")}
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -89,8 +90,46 @@ def test_no_line_makes_the_reader_fail(line: str) -> None:
         assert 0.0 <= reading.utilization <= 10.0
 
 
-def test_only_claude_code_shows_its_windows_and_its_start_asks_for_them() -> None:
-    assert windows.shows("claude") and not windows.shows("codex")
+def token_count(limits: object) -> str:
+    return json.dumps(
+        {"timestamp": "2026-12-02T14:51:10.356Z", "type": "event_msg",
+         "payload": {"type": "token_count", "info": None, "rate_limits": limits}}
+    )  # fmt: skip
+
+
+def test_codex_session_files_show_the_windows_of_each_token_count() -> None:
+    line = token_count(
+        {"limit_id": "codex",
+         "primary": {"used_percent": 72.5, "window_minutes": 300, "resets_at": RESET},
+         "secondary": {"used_percent": 20.0, "window_minutes": 10080, "resets_at": RESET + 9},
+         "credits": None}
+    )  # fmt: skip
+    assert windows.codex_windows(line) == [
+        Reading("five_hour", 0.725, float(RESET)),
+        Reading("seven_day", 0.2, float(RESET + 9)),
+    ]
+    odd = token_count({"primary": {"used_percent": 50, "window_minutes": 60, "resets_at": RESET}})
+    assert windows.codex_windows(odd) == [Reading("primary", 0.5, float(RESET))]
+    said = json.dumps({"type": "response_item", "payload": {"type": "message", "text": line}})
+    for other in (said, token_count(None), token_count({"primary": "full"}), line[:-2]):
+        assert windows.codex_windows(other) == []
+
+
+def test_a_codex_threads_session_file_is_found_under_its_home(tmp_path: Path) -> None:
+    thread = "01a2373c-e676-70f3-b5b3-9f533b8c18c1"
+    day = tmp_path / "codex" / "sessions" / "2026" / "12" / "02"
+    day.mkdir(parents=True)
+    (day / f"rollout-2026-12-02T14-51-07-{thread}.jsonl").write_text("")
+    env = {"CODEX_HOME": str(tmp_path / "codex")}
+    found = windows.codex_session_file(env, thread)
+    assert found == day / f"rollout-2026-12-02T14-51-07-{thread}.jsonl"
+    assert windows.codex_session_file(env, "01a2373c-0000") is None
+    assert windows.codex_session_file(env, "*") is None  # no pattern of another's making
+    assert windows.codex_session_file({"HOME": str(tmp_path)}, thread) is None
+
+
+def test_claude_code_and_codex_show_their_windows_and_claudes_start_asks_for_them() -> None:
+    assert windows.shows("claude") and windows.shows("codex") and not windows.shows("gemini")
     wanted = ("--output-format", "stream-json", "--verbose")
     assert windows.with_windows("claude", ("--allowedTools", "Bash")) == (
         "--allowedTools", "Bash", *wanted
