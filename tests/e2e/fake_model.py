@@ -242,8 +242,8 @@ def serve(
     windows: limits.Windows | None = None,
 ) -> ThreadingHTTPServer:
     """Serve the script on a free loopback port, speaking `host`'s model API; with a `limit`,
-    model requests meet the provider's usage limit first; with `windows` (Anthropic), each
-    model answer reports the subscriber's usage windows in its headers."""
+    model requests meet the provider's usage limit first; with `windows` (Anthropic, OpenAI
+    responses), each model answer reports the subscriber's usage windows in its headers."""
     wire = WIRES[host]
 
     def limited(path: str) -> bool:
@@ -269,7 +269,7 @@ def serve(
             model = any(p in self.path.lower() for p in MODEL_PATHS[host]) and (
                 "count_tokens" not in self.path
             )
-            shown = windows.headers() if windows is not None and model else {}
+            shown = windows.headers(host) if windows is not None and model else {}
             answer = wire(script, self.path, body if isinstance(body, dict) else {})
             if isinstance(answer, dict):
                 self._json(answer)

@@ -1,7 +1,8 @@
-"""`agentcfg run --reserve` and `--host a,b` with the real Claude Code (and Codex) binaries
+"""`agentcfg run --reserve` and `--host a,b` with the real Claude Code and Codex binaries
 against scripted models: a subscriber's run pauses at a turn end before its 5-hour window passes
 80 %, no request reaches the model while it waits, and it resumes after the window's reset to
-complete; a run whose Claude Code is limited for hours is completed by Codex.
+complete (Claude Code's windows from its stream-json, Codex's from its session file); a run
+whose Claude Code is limited for hours is completed by Codex.
 
 Resets here are seconds away, not hours: the scripted server announces them, and the margin the
 driver waits past a reset is set short in agentcfg.yaml (`run.reserve_margin`).
@@ -14,6 +15,8 @@ import subprocess
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.e2e.fake_model import serve
 from tests.e2e.harness import AGENTCFG, SLUG, TIMEOUT, agentcfg, binary, project
@@ -57,19 +60,36 @@ def ledger(root: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines]
 
 
+def with_codex(tmp_path: Path, root: Path, env: dict[str, str]) -> dict[str, str]:
+    """The project's environment with Codex on PATH, its hook trusted, its home scripted."""
+    codex_home = tmp_path / "codex-home"
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text(CONFIG)
+    env = {
+        **env,
+        "CODEX_HOME": str(codex_home),
+        "FAKE_API_KEY": "test-local",
+        "PATH": f"{binary('codex-0.169.0', 'codex').parent}:{env['PATH']}",
+    }
+    agentcfg(root, env, "hooks", "install", "--host", "codex", "--trust")
+    return env
+
+
+@pytest.mark.parametrize("host", ["claude", "codex"])
 def test_a_reserve_of_30_pauses_before_the_window_passes_80_then_completes(
-    tmp_path: Path,
+    tmp_path: Path, host: str
 ) -> None:
     root, env = subscriber(tmp_path, "run:\n  reserve: 30\n  reserve_margin: 1s\n")
+    if host == "codex":
+        env = with_codex(tmp_path, root, env)
     # each model request uses 5 % of the 5-hour window, from 50 %: 70 % is reached within the
-    # second step; the window resets 25 s after the first request
-    windows = Windows(start=0.5, step=0.05, reset_in=25)
-    server = serve(RunScript(), "claude", None, windows)
+    # second step; the window resets 30 s after the first request
+    windows = Windows(start=0.5, step=0.05, reset_in=30)
+    server = serve(RunScript(), host, None, windows)
     url = f"http://127.0.0.1:{server.server_address[1]}"
+    extra = [word.replace("{url}", url) for word in EXTRA[host]]
     try:
-        proc = run(
-            root, {**env, "ANTHROPIC_BASE_URL": url}, "--host", "claude", "--", *EXTRA["claude"]
-        )
+        proc = run(root, {**env, "ANTHROPIC_BASE_URL": url}, "--host", host, "--", *extra)
     finally:
         server.shutdown()
     failure = f"exit {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
@@ -91,8 +111,15 @@ def test_a_reserve_of_30_pauses_before_the_window_passes_80_then_completes(
     # the pause came at a turn end, before the window passed 80 %
     before = [windows.used(t) for t in windows.requests if t < at(paused)]
     assert max(before) <= 0.80, before
-    # no request reached the model from the turn end the run yielded at to the resume
-    assert not [t for t in windows.requests if at(yielded) <= t < at(resumed)], windows.requests
+    # no request reached the model from the turn end the run yielded at to the resume (the
+    # ledger tells whole seconds: from the second after the yield's); and every request before
+    # the resume is one whose reading the driver held when it paused: none came after it
+    assert not [t for t in windows.requests if at(yielded) + 1 <= t < at(resumed)], (
+        windows.requests,
+        [(at(e), e["event"]) for e in events],
+    )
+    shown = round(windows.start + windows.step * sum(t < at(resumed) for t in windows.requests), 4)
+    assert paused["utilization"] == shown, (paused, windows.requests)
     assert [t for t in windows.requests if t >= at(resumed)]  # the rest of the work came after
     assert "paused to keep the reserve: the 5-hour window is" in proc.stderr
 
@@ -106,16 +133,7 @@ def test_a_run_on_claude_and_codex_completes_while_claude_is_limited_for_hours(
     tmp_path: Path,
 ) -> None:
     root, env = subscriber(tmp_path, "")
-    codex_home = tmp_path / "codex-home"
-    codex_home.mkdir()
-    (codex_home / "config.toml").write_text(CONFIG)
-    env = {
-        **env,
-        "CODEX_HOME": str(codex_home),
-        "FAKE_API_KEY": "test-local",
-        "PATH": f"{binary('codex-0.169.0', 'codex').parent}:{env['PATH']}",
-    }
-    agentcfg(root, env, "hooks", "install", "--host", "codex", "--trust")
+    env = with_codex(tmp_path, root, env)
     limit = Limit(seconds=24 * 3600, reset_in=5 * 3600)  # every request for a day: 5 h away
     claude_script, codex_script = RunScript(), RunScript()
     claude_model = serve(claude_script, "claude", limit)
