@@ -8,10 +8,12 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import secrets
 import shutil
 import subprocess
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -189,6 +191,7 @@ class _Session:
     session: str | None = None  # None until a pending claim is adopted
     token: str | None = None  # the pending claim's token, shown in the first prompt
     named: bool = False  # the claim was made by an id the start names its session with
+    driver: str = ""  # the run's id across its sessions: `report` shows them as one run
     carried: Any = None  # the run state a failover carries in, until the claim is bound
 
     @property
@@ -254,7 +257,7 @@ class _Driver:
         self.slug = ready.slug
         self.open_at_start = scan(ready.roadmap).counts.open
         self.progress = plan.Progress()
-        self.current = _Session()
+        self.current = _Session(driver=secrets.token_hex(6))
         self.reproof: Reproof | None = None  # the last re-proof this process ran
         listed = [(ready.host, ready.binary, request.extra)]
         listed += [
@@ -296,7 +299,9 @@ class _Driver:
 
     def _drive(self) -> Result:
         slug, policy, clock = self.slug, self.request.policy, self.clock
-        self.current = _claim(self.ws, self.runner, slug, self.request.force, clock.now())
+        self.current = _claim(
+            self.ws, self.runner, slug, self.request.force, clock.now(), self.current
+        )
         action = plan.first(clock.now(), policy)
         ended: plan.Ended | None = None
         ran: _Ran | None = None
@@ -323,7 +328,7 @@ class _Driver:
                 # the new claim takes the roadmap over from the session left)
                 left = self.current
                 carried = _run_state(self.ws, left) or left.carried
-                self.current = _claim(self.ws, self.runner, slug, True, clock.now())
+                self.current = _claim(self.ws, self.runner, slug, True, clock.now(), left)
                 if action.reason == "failover":
                     self.current.carried = carried
                     _carry(self.ws, self.current)
@@ -454,15 +459,18 @@ class _Driver:
         """Record an ending the driver decided (the hook records its own); report the run."""
         ending = action.ending or "complete"
         slug, progress = self.slug, self.progress
+        evidence = _evidence(self.ws, slug, self.env) if ending == "complete" else ("", {})
         if decided_here:
             fields: dict[str, Any] = {"starts": progress.starts, "restarts": progress.restarts}
+            if ending == "complete":
+                fields["evidence"], fields["words"] = evidence
             if by is not None:
                 fields["by"] = by
             if ending == "stopped":
                 found = controls.read_stop(self.ws, slug)
                 fields["by"] = found.by if found else None
             _record(self.ws, ending, self.current, slug, self.clock, **fields)
-        row = _row(self.ws, self.current)
+        row = _row(self.ws, self.slug, self.current)
         try:
             closed = max(0, self.open_at_start - scan(loading.load(self.ws, slug)).counts.open)
         except AgentcfgError:
@@ -474,22 +482,24 @@ class _Driver:
         if ending in NEXT:
             self.say(f"  next: {NEXT[ending].format(slug=slug)}")
         if ending == "complete":
-            self.say(f"  evidence: {_evidence(self.ws, slug, self.env)}")
+            self.say(f"  evidence: {evidence[0]}")
         return Result(
             ending, action.exit_code, slug, self.host.NAME, self.current.session, progress,
             closed, row, self.reproof,
         )  # fmt: skip
 
 
-def _claim(ws: Workspace, runner: Runner, slug: str, force: bool, now: float) -> _Session:
+def _claim(
+    ws: Workspace, runner: Runner, slug: str, force: bool, now: float, before: _Session
+) -> _Session:
     """Claim the roadmap for the session about to start: by its id where the runner knows it
-    first, else a pending claim the first prompt's token binds."""
+    first, else a pending claim the first prompt's token binds. The run's id carries over."""
     session = runner.new_session()
     if session is not None:
         controls.claim(ws, session, slug, now=now, force=force)
-        return _Session(session, named=True)
+        return _Session(session, named=True, driver=before.driver)
     pending = controls.claim_pending(ws, slug, now=now, force=force)
-    return _Session(None, pending.token)
+    return _Session(None, pending.token, driver=before.driver)
 
 
 def _prompt(ws: Workspace, slug: str, current: _Session) -> str:
@@ -921,6 +931,8 @@ def _wait(
 def _record(
     ws: Workspace, name: str, current: _Session, slug: str, clock: Clock, **fields: Any
 ) -> None:
+    if current.driver:
+        fields["driver"] = current.driver
     state.append_ledger(ws.state, state.event(name, clock.now(), current.key, slug, **fields))
 
 
@@ -951,20 +963,26 @@ def _told(ws: Workspace, current: _Session, ending: str) -> list[str]:
     return [visible(line) for line in told]
 
 
-def _evidence(ws: Workspace, slug: str, env: Mapping[str, str]) -> str:
-    """What the proofs of a complete run show: `3 steps, 2 red-green, 1 vacuous (1.2)`."""
+def _evidence(ws: Workspace, slug: str, env: Mapping[str, str]) -> tuple[str, dict[str, int]]:
+    """What the proofs of a complete run show: `3 steps, 2 red-green, 1 vacuous (1.2)`, and
+    how many steps each word has."""
     from agentcfg import audit
 
     try:
         rows = audit.audit(ws, slug, env).rows
     except AgentcfgError as exc:
-        return f"unknown ({exc})"
-    return summary([(r.step.name, r.evidence) for r in rows if r.evidence is not None])
+        return f"unknown ({exc})", {}
+    graded = [(r.step.name, r.evidence) for r in rows if r.evidence is not None]
+    return summary(graded), dict(Counter(word for _name, word in graded))
 
 
-def _row(ws: Workspace, current: _Session) -> dict[str, Any] | None:
+def _row(ws: Workspace, slug: str, current: _Session) -> dict[str, Any] | None:
+    """The run as `report --json` tells it: every session the driver ran it in."""
     if current.key is None:
         return None
-    built = reports.build(state.ledger_lines(ws.state), run=current.key, keep=1)
-    rows = built.to_json()["rows"]
-    return rows[-1] if rows else None
+    folder = reports.Folder(slug=slug)
+    for line in state.ledger_lines(ws.state):
+        folder.take(line)
+    mine = folder.current(current.key, slug)
+    folder.close()
+    return None if mine is None else mine.to_json()

@@ -7,6 +7,7 @@ rendering (rich), so one frame can be printed and tested with a fixed clock.
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -262,27 +263,85 @@ def render(views: list[RunView], now: float, width: int | None = None) -> Table:
     return table
 
 
-def fleet_table(fleet: dict[str, Any] | None) -> Table | None:
-    """The fleets' members and who holds which step now; None when the ledger saw no fleet."""
+def fleet_table(fleet: dict[str, Any] | None, now: float, width: int | None = None) -> Table | None:
+    """The fleets' members, who holds which step now, and each member's lane: its leases on one
+    time axis from the fleet's first lease to now. None when the ledger saw no fleet. Under
+    NARROW columns the lanes are shorter and only integrations are counted."""
     if not fleet:
         return None
+    narrow = width is not None and width < NARROW
+    lanes = {member: _spans(spans) for member, spans in fleet.get("lanes", {}).items()}
+    start = min((span[1] for spans in lanes.values() for span in spans), default=now)
     table = Table(
         title=f"fleet · {fleet['integrated']} integrated, {fleet['reopened']} reopened, "
         f"{fleet['takeovers']} taken over",
+        caption=f"lanes since {_clock(start)}: " + "  ".join(
+            f"{mark} {word}" for word, (mark, _style) in LANE_MARKS.items()
+        ),
+        caption_justify="left",
         box=box.SIMPLE_HEAD,
         title_justify="left",
-    )
-    for name in ("member", "leased", "integrated", "reopened", "holding now"):
-        table.add_column(name, justify="left" if name in ("member", "holding now") else "right")
+    )  # fmt: skip
+    columns = ("member", "leased", "integrated", "reopened", "holding now", "lane")
+    shown = [name for name in columns if not (narrow and name in ("leased", "reopened"))]
+    for name in shown:
+        left = name in ("member", "holding now", "lane")
+        table.add_column(name, justify="left" if left else "right", no_wrap=name == "lane")
     holding: dict[str, list[str]] = {}
     for held in fleet["holding"]:
         holding.setdefault(held["member"], []).append(f"{held['slug']} {held['step']}")
+    cells = LANE_WIDTH // 2 if narrow else LANE_WIDTH
     for member, done in fleet["members"].items():
-        table.add_row(
-            Text(visible(member)), str(done["leased"]), str(done["integrated"]),
-            str(done["reopened"]), Text(visible(", ".join(holding.get(member, [])) or "-")),
-        )  # fmt: skip
+        row: dict[str, Text | str] = {
+            "member": Text(visible(member)),
+            "leased": str(done["leased"]),
+            "integrated": str(done["integrated"]),
+            "reopened": str(done["reopened"]),
+            "holding now": Text(visible(", ".join(holding.get(member, [])) or "-")),
+            "lane": _lane(lanes.get(member, []), start, now, cells),
+        }
+        table.add_row(*(row[name] for name in shown))
     return table
+
+
+LANE_WIDTH = 32  # cells of a member's lane on a wide screen
+# how a lease ended, as its cells on a lane show it; a lease still held has no ending yet
+LANE_MARKS = {
+    "integrated": ("█", "green"),
+    "holding": ("▓", "cyan"),
+    "reopened": ("▒", "red"),
+    "taken over": ("░", "yellow"),
+}
+_ENDED_AS = {None: "holding", "integrated": "integrated", "reopened": "reopened"}
+
+
+def _spans(spans: list[dict[str, Any]]) -> list[tuple[str, float, float | None, str]]:
+    """A lane's leases as (step, from, until or None, how it shows), those with a time."""
+    found = []
+    for span in spans:
+        began, until = parse_iso(span.get("from")), parse_iso(span.get("until"))
+        if began is not None:
+            how = _ENDED_AS.get(span.get("ended"), "taken over")
+            found.append((str(span.get("step")), began, until, how))
+    return found
+
+
+def _lane(
+    spans: list[tuple[str, float, float | None, str]], start: float, now: float, cells: int
+) -> Text:
+    """One member's leases on `cells` characters from `start` to `now`: each lease fills the
+    cells of its time (one at least), a later lease drawn over an earlier one."""
+    shown: list[tuple[str, str]] = [("·", "dim")] * cells
+    scale = cells / max(now - start, 1e-9)
+    for _step, began, until, how in spans:
+        first = min(cells - 1, max(0, int((began - start) * scale)))
+        last = min(cells, max(first + 1, math.ceil(((until or now) - start) * scale)))
+        shown[first:last] = [LANE_MARKS[how]] * (last - first)
+    return Text.assemble(*shown)
+
+
+def _clock(at: float) -> str:
+    return iso(at)[11:16]
 
 
 def _progress(view: RunView, bar: int = BAR_WIDTH) -> Text:
@@ -353,7 +412,7 @@ def follow(
 def _screen(
     views: list[RunView], ledger: LedgerTail, now: float, width: int | None = None
 ) -> RenderableType:
-    fleet = fleet_table(ledger.fleet.to_json())
+    fleet = fleet_table(ledger.fleet.to_json(), now, width)
     runs = render(views, now, width)
     return runs if fleet is None else Group(runs, fleet)
 

@@ -142,6 +142,18 @@ def test_a_fleet_shows_its_members_and_who_holds_which_step(
         append(ws, name, T0 + n, None, "demo", **fields)
     frame = watch.frame(Workspace(ws), {}, T0 + 60)
     assert frame[frame.index("fleet ·") :] == snapshot
+    narrow = watch.frame(Workspace(ws), {}, T0 + 60, width=60)
+    assert narrow[narrow.index("fleet ·") :] == snapshot(name="under 80 columns")
+    assert max(len(line) for line in narrow.splitlines()) <= 60
+
+
+def test_a_lane_puts_each_lease_at_its_time() -> None:
+    spans = [("1.1", 0.0, 40.0, "integrated"), ("1.2", 50.0, 70.0, "reopened"),
+             ("1.3", 80.0, None, "holding")]  # fmt: skip
+    assert watch._lane(spans, 0.0, 100.0, 10).plain == "████·▒▒·▓▓"
+    # a lease too short for a cell still shows, and one past the lane's end is cut at it
+    assert watch._lane([("2.1", 41.0, 42.0, "reopened")], 0.0, 100.0, 10).plain == "····▒·····"
+    assert watch._lane([("2.2", 95.0, None, "holding")], 0.0, 100.0, 4).plain == "···▓"
 
 
 def test_without_a_fleet_there_is_no_fleet_table(busy: Path) -> None:

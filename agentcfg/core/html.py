@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
+from agentcfg.core.evidence import EXPLAINED
 from agentcfg.core.texts import plural
 from agentcfg.core.times import format_duration, iso, parse_iso
 
@@ -58,6 +59,8 @@ p.lede, .said, figcaption, .note { color: var(--muted); }
 .strip b { display: block; font-size: 1.35em; }
 .strip span { color: var(--muted); font-size: 12px; }
 .outcome { font-weight: 600; }
+.strip .evidence { font-weight: 600; }
+.strip .red-green { color: var(--good); } .strip .vacuous, .strip .agent-check { color: var(--warn); }
 .good { color: var(--good); } .warn { color: var(--warn); } .bad { color: var(--bad); }
 .person { color: var(--person); } .live { color: var(--live); } .quiet { color: var(--quiet); }
 table { border-collapse: collapse; margin: 0.5em 0; }
@@ -153,7 +156,7 @@ def _strip(data: dict[str, Any]) -> str:
         ("steps closed", _number(data["steps_closed"]),
          f"in {plural(data['engagements'], 'engagement')}"),
         ("steps proven", "-" if proven is None else
-         f"{_number(proven['proven'])} of {_number(proven['contract'])}", "by a receipt"),
+         f"{_number(proven['proven'])} of {_number(proven['contract'])}", _evidence(data)),
         ("tokens", _number(data["tokens"]["total"]),
          f"{_number(data['tokens']['waste'])} closed nothing"),
         ("wall time", format_duration(data.get("wall_seconds", 0.0)), "summed over runs"),
@@ -164,6 +167,18 @@ def _strip(data: dict[str, Any]) -> str:
         for name, value, note in cards
     )
     return f'<ul class="strip">{items}</ul>'
+
+
+def _evidence(data: dict[str, Any]) -> str:
+    """What the complete runs' proofs show, a word each: `2 red-green, 1 vacuous`."""
+    words = data.get("evidence") or {}
+    told = ", ".join(
+        f'<span class="evidence {_text(word)}" title="{_text(EXPLAINED[word])}">'
+        f"{_number(n)} {_text(word)}</span>"
+        for word, n in words.items()
+        if word in EXPLAINED
+    )
+    return told or "by a receipt"
 
 
 def _fleet(fleet: dict[str, Any] | None) -> str:

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentcfg.core.evidence import WORDS
 from agentcfg.core.quota import title
 from agentcfg.core.times import iso, parse_iso
 from agentcfg.core.visible import visible
@@ -212,6 +213,8 @@ class Run:
     resume_at: float | None = None  # the wait the driver last recorded ends then
     said: str = "running"  # the outcome in plain words
     evidence: str = ""  # what the proofs of a complete run show (core/evidence.py)
+    words: dict[str, int] = field(default_factory=dict)  # its steps per evidence word
+    folded: bool = False  # told as a row already
     timeline: Timeline = field(default_factory=lambda: Timeline())
     pauses: collections.deque[dict[str, Any]] = field(
         default_factory=lambda: collections.deque(maxlen=PAUSES_KEPT)
@@ -351,6 +354,7 @@ class Report:
     released_inside: int = 0  # releases the claimed session ran itself
     wall: float = 0.0  # the runs' wall time, summed
     proven: int = 0  # steps proven of the contracts of the runs that had one
+    evidence: collections.Counter[str] = field(default_factory=collections.Counter)  # words
     contracted: int | None = None  # steps in those contracts; None: no run had one
     spending: Spending = field(default_factory=Spending)
     costliest_run: Run | None = None
@@ -390,6 +394,7 @@ class Report:
             "proven": None
             if self.contracted is None
             else {"proven": self.proven, "contract": self.contracted},
+            "evidence": {word: self.evidence[word] for word in WORDS if self.evidence[word]},
             "refusals": dict(sorted(self.refusals.items())),
             "verified": self.events["verified"],
             "marked_done": self.events["marked-done"],
@@ -438,6 +443,8 @@ class Folder:
         self.report = Report()
         self.active: dict[tuple[str, str], Run] = {}
         self.finished: collections.deque[Run] = collections.deque(maxlen=keep)
+        self.drivers: dict[str, Run] = {}  # a driver's run, by the id it gives it
+        self.pending: dict[str, str] = {}  # a driver's pending claim -> its id
 
     def current(self, key: str, slug: str) -> Run | None:
         """The newest run of this session key on this roadmap, as far as the ledger was read."""
@@ -478,6 +485,7 @@ class Folder:
         if person and isinstance(event_slug, str):
             self._person(name, event_slug, event, at)
             return
+        driver = self._driver(event)
         if not isinstance(key, str) or not isinstance(event_slug, str):
             return
         ident = (key, event_slug)
@@ -486,16 +494,54 @@ class Folder:
             if known is not None and name in ("verified", "marked-done"):
                 _closing(report, known, name, event, at)
             return
+        if driver is not None:
+            self._join(ident, driver)
         current = self.active.pop(ident, None)  # put back last: the dict runs oldest to newest
         if current is None or (name == "claimed" and current.ended):
             if current is not None:
-                _finish(report, self.finished, current)
+                self._fold(current)
             current = Run(key, event_slug, at, at)
             report.runs_total += 1
         self.active[ident] = current
+        if driver is not None and driver not in self.drivers:
+            self.drivers[driver] = current
         _apply(report, current, name, event, at)
         if len(self.active) > OPEN_RUNS:
-            _finish(report, self.finished, self.active.pop(next(iter(self.active))))
+            self._fold(self.active.pop(next(iter(self.active))))
+
+    def _driver(self, event: dict[str, Any]) -> str | None:
+        """The id `agentcfg run` gives its run across the sessions it starts: on its own
+        events, or on the claim that binds a pending claim it made."""
+        driver, pending = event.get("driver"), event.get("pending")
+        if not isinstance(pending, str):
+            return driver if isinstance(driver, str) else None
+        if isinstance(driver, str):
+            self.pending[pending] = driver  # its session's claim, when bound, is the same run
+            if len(self.pending) > OPEN_RUNS:
+                del self.pending[next(iter(self.pending))]
+            return driver
+        return self.pending.pop(pending, None)
+
+    def _join(self, ident: tuple[str, str], driver: str) -> None:
+        """A new session of a driver's run goes on as that run: the row its claim just made,
+        with nothing done yet, is that run's."""
+        owner = self.drivers.get(driver)
+        here = self.active.get(ident)
+        if owner is None or here is owner or owner.folded:
+            return
+        if here is not None:
+            if here.engagements or here.closed:
+                return
+            del self.active[ident]
+            self.report.runs_total -= 1
+        self.active[ident] = owner
+
+    def _fold(self, run: Run, now: float | None = None) -> None:
+        """A run ends as a row: once, however many sessions it ran in."""
+        if not run.folded:
+            run.folded = True
+            _finish(self.report, self.finished, run, now)
+            self.drivers = {d: r for d, r in self.drivers.items() if r is not run}
 
     def _person(self, name: str, slug: str, event: dict[str, Any], at: float) -> None:
         """`stop-requested` and `resumed`: a person's stop of every run on the roadmap."""
@@ -515,7 +561,7 @@ class Folder:
     def close(self, now: float | None = None) -> Report:
         """The report as the ledger read so far tells it, the runs still open judged at `now`."""
         for leftover in self.active.values():
-            _finish(self.report, self.finished, leftover, now)
+            self._fold(leftover, now)
         self.active = {}
         self.report.rows = sorted(self.finished, key=lambda r: r.started)[-self.keep :]
         return self.report
@@ -579,6 +625,9 @@ def _apply(report: Report, run: Run, name: str, event: dict[str, Any], at: float
         told = event.get("evidence")
         if name == "complete" and isinstance(told, str):
             run.evidence = visible(told[:400])
+            words = event.get("words")
+            if isinstance(words, dict):
+                run.words = {w: n for w, n in words.items() if w in WORDS and _count(n)}
         if name == STOPPED:
             by = event.get("by")
             if run.stop is None:
@@ -668,6 +717,8 @@ def _finish(
     if run.last_open is not None and run.burndown and run.burndown[-1] != run.last_open:
         run.burndown.append(run.last_open)  # where it stands as it ends: 0 once complete
     report.outcomes[run.outcome] += 1
+    if run.outcome == "complete":
+        report.evidence.update(run.words)
     report.wall += run.last - run.started
     if run.contract is not None:
         report.proven += run.proven or 0

@@ -159,3 +159,30 @@ def test_a_page_at_a_full_device_is_one_error_line(ws: Path) -> None:
         1, f"agentcfg: error: cannot write {full}: No space left on device\n"
     )  # fmt: skip
     assert stat.S_ISCHR(os.lstat(full).st_mode)
+
+
+def test_the_strip_counts_the_evidence_of_complete_runs(ws: Path) -> None:
+    """Each complete run's steps per evidence word, added up in the strip and the JSON; a run
+    that did not complete adds none, and a forged word or count is dropped."""
+    lines = [
+        {"event": "claimed", "at": "2026-11-18T10:00:00Z", "run": "a" * 16, "slug": "demo"},
+        {"event": "complete", "at": "2026-11-18T10:05:00Z", "run": "a" * 16, "slug": "demo",
+         "evidence": "3 steps, 2 red-green, 1 vacuous (1.2)",
+         "words": {"red-green": 2, "vacuous": 1, "green": 5}},
+        {"event": "claimed", "at": "2026-11-18T11:00:00Z", "run": "b" * 16, "slug": "demo"},
+        {"event": "complete", "at": "2026-11-18T11:05:00Z", "run": "b" * 16, "slug": "demo",
+         "evidence": "2 steps, 1 red-green, 1 unknown (2.1)",
+         "words": {"red-green": 1, "unknown": -4}},
+        {"event": "claimed", "at": "2026-11-18T12:00:00Z", "run": "c" * 16, "slug": "demo"},
+        {"event": "halt-stall", "at": "2026-11-18T12:05:00Z", "run": "c" * 16, "slug": "demo",
+         "evidence": "1 step, 1 red-green", "words": {"red-green": 1}},
+    ]  # fmt: skip
+    write_ledger(ws, [json.dumps(line) for line in lines])
+    page, data = page_and_data(ws)
+    assert data["evidence"] == {"red-green": 3, "vacuous": 1}
+    (card,) = page.findall(".//h:ul[@class='strip']/h:li[@class='steps-proven']", NS)
+    words = [(w.get("title"), "".join(w.itertext())) for w in card.iter(f"{{{NS['h']}}}span")]
+    assert words[-2:] == [
+        ("it failed before the work and passes now", "3 red-green"),
+        ("it passed before the work began", "1 vacuous"),
+    ]

@@ -153,6 +153,61 @@ def test_a_claim_after_an_ending_still_starts_a_run() -> None:
     assert report.build([*RECLAIMED, CLAIMED.replace("10:00:00", "12:00:00")]).runs_total == 2
 
 
+OTHER = "q" * 16  # the session a driver's run goes on in
+
+
+def test_a_driver_run_that_goes_on_in_a_new_session_is_one_run() -> None:
+    """`agentcfg run` starting a step's work in a new session (a relay, a host change): the new
+    session's claim and everything after it are the same run's, told once."""
+    first = [CLAIMED, driver_start(T0 + 1, 3, driver="d1"), engage(T0 + 30, 3, 1, "1.1", 900)]
+    second = [
+        ev("claimed", T0 + 100, run=OTHER, iterations=0, max_iterations=None),
+        ev("run-resume", T0 + 101, run=OTHER, open=2, attempt=2, reason="next step",
+           same_session=False, driver="d1"),
+        ev("engage", T0 + 130, run=OTHER, open=2, step="1.2", tokens=spent(500)),
+        ev("complete", T0 + 200, run=OTHER, open=0, proven=3, contract=3, tokens=spent(100)),
+    ]  # fmt: skip
+    data = report.build([*first, *second]).to_json()
+    assert (data["runs"], len(data["rows"])) == (1, 1)
+    (row,) = data["rows"]
+    assert (row["outcome"], row["engagements"]) == ("complete", 2)
+    assert [r["reason"] for r in row["timeline"]["restarts"]] == ["next step"]
+    # without the driver's id the two sessions are two runs, as any two claims are
+    plain = [line.replace(', "driver": "d1"', "") for line in [*first, *second]]
+    assert report.build(plain).to_json()["runs"] == 2
+
+
+def test_a_driver_runs_pending_claims_bind_to_the_same_run() -> None:
+    """A host that names its session only once it runs: the driver's events carry no session,
+    only the pending claim its first prompt binds."""
+    lines = [
+        ev("run-start", T0, run=None, open=2, attempt=1, pending="p1", driver="d2"),
+        ev("claimed", T0 + 5, pending="p1", iterations=0),
+        engage(T0 + 30, 2, 1, "1.1", 900),
+        ev("run-resume", T0 + 60, run=None, open=1, attempt=2, pending="p2", driver="d2"),
+        ev("claimed", T0 + 65, run=OTHER, pending="p2", iterations=0),
+        ev("engage", T0 + 90, run=OTHER, open=1, step="1.2", tokens=spent(500)),
+    ]
+    data = report.build(lines, now=T0 + 100).to_json()
+    (row,) = data["rows"]
+    assert (data["runs"], row["engagements"], row["outcome"]) == (1, 2, "running")
+    folder = report.Folder()
+    for line in lines:
+        folder.take(line)
+    assert folder.current(OTHER, "demo") is folder.current(KEY, "demo") is not None
+
+
+def test_a_new_session_that_already_worked_is_not_folded_into_a_driver_run() -> None:
+    lines = [
+        CLAIMED,
+        driver_start(T0 + 1, 3, driver="d3"),
+        ev("claimed", T0 + 10, run=OTHER),
+        ev("engage", T0 + 20, run=OTHER, open=3, step="1.1"),
+        ev("run-resume", T0 + 30, run=OTHER, open=3, attempt=2, driver="d3"),
+    ]
+    assert report.build(lines).to_json()["runs"] == 2
+
+
 def write(root: Path, lines: list[str]) -> None:
     (root / "state").mkdir(exist_ok=True)
     (root / "state" / "run-continuation.jsonl").write_text("\n".join(lines) + "\n")

@@ -113,6 +113,7 @@ def test_the_page_of_a_run_in_a_browser(tmp_path: Path) -> None:
     assert {"10:00", "10:10", "10:20", "10:30"} <= set(dom.ticks)  # the time axis
     assert "time (UTC)" in text and "open" in text
     assert "host restarted" in text
+    assert "4 red-green" in text  # the complete run's evidence in the summary strip
 
 
 def test_the_page_of_a_fleet_in_a_browser(tmp_path: Path) -> None:
@@ -157,6 +158,7 @@ def test_a_run_whose_agent_reclaimed_is_one_complete_row_everywhere(tmp_path: Pa
     assert row["outcome"] == "complete"
     assert row["closed"] == ending["steps_closed"] == 2
     assert row["burndown"][-1] == 0
+    assert sum(data["evidence"].values()) == 2  # a word for each step the driver's run proved
     frame = agentcfg(root, {**env, "COLUMNS": "120"}, "watch", "--once")
     assert "complete" in frame and "running" not in frame, frame
     listing = agentcfg(root, env, "sessions", "list")

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from agentcfg.claims import session_key
+from agentcfg.core import report
 from tests.e2e import more_hosts, openai_model
 from tests.e2e.fake_model import Script, serve
 from tests.e2e.harness import AGENTCFG, SLUG, TIMEOUT, agentcfg, binary, interrupt, project
@@ -378,6 +379,10 @@ def test_fresh_per_step_works_each_step_in_a_session_of_its_own(tmp_path: Path) 
     assert "Next step: **1.2**" in transcript
     proofs = [(e["step"], e["run"]) for e in run.ledger() if e["event"] == "verified"]
     assert proofs == [("1.1", session_key(sessions[0])), ("1.2", session_key(sessions[1]))]
+    # the report tells one run, closed in both sessions, as the driver's ending does
+    (row,) = report.build(json.dumps(e) for e in run.ledger()).to_json()["rows"]
+    assert (row["outcome"], row["closed"], row["burndown"][-1]) == ("complete", 2, 0)
+    assert run.ending()["run"]["run"] == row["run"] == session_key(sessions[0])
 
 
 def drive_openai(host: str, tmp_path: Path, steps: int, env: dict[str, str], *extra: str) -> Driven:

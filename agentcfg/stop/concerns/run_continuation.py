@@ -185,8 +185,8 @@ class RunContinuation:
             record = record or ctx.tampered or "a record"
             extra["record"] = record
         if event == "complete":  # what the proofs show, one word a step (core/evidence.py)
-            record = _evidence(ctx, claim.slug)
-            extra["evidence"] = record
+            record, words = _evidence(ctx, claim.slug)
+            extra["evidence"], extra["words"] = record, words
         ctx.log(
             event, iterations=run.iterations, reply=ctx.reply_key, tokens=tokens,
             **_proven(ctx), **extra,
@@ -301,18 +301,22 @@ def _refused_checks(ctx: HookContext, slug: str) -> tuple[str, ...]:
     return tuple(told)
 
 
-def _evidence(ctx: HookContext, slug: str) -> str:
-    """`3 steps, 2 red-green, 1 vacuous (1.2)`: the evidence of the contracted steps' proofs."""
+def _evidence(ctx: HookContext, slug: str) -> tuple[str, dict[str, int]]:
+    """`3 steps, 2 red-green, 1 vacuous (1.2)`: the evidence of the contracted steps' proofs,
+    and how many steps each word has."""
+    from collections import Counter
+
     from agentcfg.core.contract import command_hash, matched, text_hash
     from agentcfg.core.evidence import summary, words_of
 
     found, _problem = ctx.contract
     roadmap = ctx.roadmap
     if roadmap is None:
-        return ""
+        return "", {}
     steps = [s for _term, s in matched(found, roadmap) if s] if found else list(roadmap.steps)
     shown = [(s.name, s.id, text_hash(s.text), command_hash(s.verify)) for s in steps]
-    return summary(words_of(shown, contract.sealed_receipts(ctx.ws, slug)[0]))
+    graded = words_of(shown, contract.sealed_receipts(ctx.ws, slug)[0])
+    return summary(graded), dict(Counter(word for _name, word in graded))
 
 
 def _proven(ctx: HookContext) -> dict[str, int]:
