@@ -87,6 +87,7 @@ class Result:
     closed: int  # steps closed while the driver ran
     row: dict[str, Any] | None  # the run as `report --json` gives it
     reproof: Reproof | None = None  # the last re-proof the driver ran, if any
+    failovers: int = 0  # times another listed host took the run over
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -97,6 +98,7 @@ class Result:
             "session": self.session,
             "starts": self.progress.starts,
             "restarts": self.progress.restarts,
+            "failovers": self.failovers,
             "steps_closed": self.closed,
             "reproof": None
             if self.reproof is None
@@ -485,7 +487,7 @@ class _Driver:
             self.say(f"  evidence: {evidence[0]}")
         return Result(
             ending, action.exit_code, slug, self.host.NAME, self.current.session, progress,
-            closed, row, self.reproof,
+            closed, row, self.reproof, self.failovers,
         )  # fmt: skip
 
 

@@ -171,6 +171,7 @@ def test_a_host_at_its_limit_hands_the_run_to_the_next_listed_host(
         "gemini", "failover", False
     )  # fmt: skip
     assert resumed["session"] == result.session and result.host == "gemini"
+    assert result.failovers == 1 and result.to_json()["failovers"] == 1
     assert any(line.endswith("gemini carries the run on") for line in lines), lines
 
 
