@@ -145,9 +145,12 @@ def with_windows(host: str, extra: Sequence[str]) -> tuple[str, ...]:
     return (*extra, *(a for a in needed if a not in extra))
 
 
+STREAM_TYPES = ("system", "assistant", "user", "result", "rate_limit_event")  # Claude Code's
+
+
 def final_reply(stdout: str) -> str:
-    """The final reply of a start whose output is stream-json (its `result` record's text,
-    empty when it never got one); the output itself when it is not."""
+    """The final reply of a start whose output is Claude Code's stream-json (its `result`
+    record's text, empty when it never got one); the output itself when it is not."""
     reply, stream = "", False
     for line in stdout.splitlines():
         if not line.startswith("{"):
@@ -156,7 +159,7 @@ def final_reply(stdout: str) -> str:
             record = json.loads(line)
         except ValueError:
             continue
-        if isinstance(record, dict) and isinstance(record.get("type"), str):
+        if isinstance(record, dict) and record.get("type") in STREAM_TYPES:
             stream = True
             found = record.get("result") if record["type"] == "result" else None
             reply = found if isinstance(found, str) else reply

@@ -154,3 +154,5 @@ def test_the_final_reply_of_a_stream_json_start_is_its_result_text() -> None:
     assert windows.final_reply(stream) == "Closed 1.1.\nNext: 1.2."
     assert windows.final_reply(stream.rsplit("\n", 1)[0]) == ""  # ended before its result
     assert windows.final_reply("Plain words.\n{not json") == "Plain words.\n{not json"
+    other = '{"type": "thread.started", "thread_id": "t"}\n{"type": "turn.completed"}'
+    assert windows.final_reply(other) == other  # another host's JSON lines stay as they were
