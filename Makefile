@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 # (and pytest its rewritten test modules) instead of compiling them again, whatever the shell says
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: install test test-all test-matrix lint pytest coverage demo bench e2e clean
+.PHONY: install test test-all test-matrix lint pytest coverage demo bench e2e clean cli-docs
 
 install: $(STAMP)
 
@@ -22,6 +22,10 @@ lint: install
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/shellcheck plugin/bin/agentcfg
+
+# docs/cli.md, the command reference, written from each command's --help (tests/test_docs.py checks it)
+cli-docs: install
+	$(PY) -m testing.clidocs
 
 # the unit suite less its long property, stateful, kill and scale tests (`slow`), in file order
 pytest: install

@@ -7,7 +7,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from agentcfg import contract, seal, state
+from agentcfg import state
+from agentcfg.contract import seal
+from agentcfg.contract import store as contract
 from agentcfg.core.ladder import TAMPERED, RunState, clamp
 from agentcfg.core.records import Record
 from agentcfg.core.times import format_duration, iso, parse_iso

@@ -116,20 +116,20 @@ def _register() -> None:
         controls,
         doctor,
         hook,
-        hooks,
         leases,
         report,
         roadmap,
         run,
         sessions,
         watch,
+        wiring,
     )
 
     for group in (
         roadmap.roadmap,
         sessions.sessions,
         report.report,
-        hooks.hooks,
+        wiring.hooks,
         doctor.doctor,
         hook.hook,
         controls.stop,

@@ -184,7 +184,7 @@ def _config(ws: Workspace, env: Mapping[str, str]) -> list[Finding]:
 
 def _notify(ws: Workspace, command: tuple[str, ...], env: Mapping[str, str]) -> list[Finding]:
     """A repository's notify command runs only once a person trusted it as it reads."""
-    from agentcfg import trust
+    from agentcfg.contract import trust
 
     try:
         trusted = trust.notify_trusted(ws, command, env)

@@ -145,7 +145,7 @@ def record_error(folder: Path, record: Mapping[str, Any], error: str) -> None:
 
 def courier(argv: list[str]) -> int:
     """The detached courier: [workspace root, spec]. Runs the command only if trusted."""
-    from agentcfg import trust
+    from agentcfg.contract import trust
     from agentcfg.errors import AgentcfgError
 
     ws, spec = Workspace(Path(argv[0])), json.loads(argv[1])

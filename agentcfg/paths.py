@@ -39,7 +39,7 @@ CHECKS = "checks"  # state/checks/<slug>.json: steps `roadmap done` refused, the
 BASELINES = "baselines"  # state/baselines/<slug>.json: each open step's check before the work
 # a person's own state, outside any workspace (see user_state)
 TRUST_STORE = "trust.json"  # the verify lines a person trusted
-SEAL_KEY = "seal.key"  # the key that seals the records deciding a run's ending (seal.py)
+SEAL_KEY = "seal.key"  # the key that seals the records deciding a run's ending (contract/seal.py)
 ERROR_LOG = "error.log"  # the traceback of the CLI's last unexpected error
 
 

@@ -20,9 +20,10 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from agentcfg import claims, contract, controls, loading, state
+from agentcfg import claims, controls, loading, state
 from agentcfg.config import load_config
-from agentcfg.core.contract import judge
+from agentcfg.contract import store as contract
+from agentcfg.contract.model import judge
 from agentcfg.core.report import FLEET_EVENTS, TOKENS_LIMIT, Fleet, Folder, Run, settle
 from agentcfg.core.roadmap import Roadmap, clip, scan
 from agentcfg.core.times import format_duration, iso, parse_iso

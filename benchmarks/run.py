@@ -28,11 +28,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import agentcfg
-from agentcfg import claims, contract, loading, seal, state
-from agentcfg.core.contract import Contract, Term, command_hash, text_hash
+from agentcfg import claims, loading, state
+from agentcfg.contract import seal
+from agentcfg.contract import store as contract
+from agentcfg.contract.guard import Tree
+from agentcfg.contract.model import Contract, Term, command_hash, text_hash
 from agentcfg.core.ladder import RunState
 from agentcfg.core.times import iso_ms
-from agentcfg.guard import Tree
 from agentcfg.paths import RECEIPTS
 from agentcfg.workspace import Workspace
 

@@ -1,9 +1,17 @@
-"""The package's shape: no import cycles anywhere in agentcfg/ (the layers themselves are
-import-linter's contracts in pyproject.toml, run by `make lint`)."""
+"""The package's shape: no import cycles anywhere in agentcfg/, every module in a layer of
+import-linter's contracts (pyproject.toml, run by `make lint`), the wings' models held pure,
+docs/architecture.md's layer table as the contract states it, and no module-level state but
+the caches named here."""
 
 from __future__ import annotations
 
+import ast
+import re
+
 import grimp
+import tomlkit
+
+from tests.conftest import REPO
 
 
 def test_no_import_cycles() -> None:
@@ -15,3 +23,146 @@ def test_no_import_cycles() -> None:
         if graph.chain_exists(importer=imported, imported=module)
     )
     assert loops == []
+
+
+def _contracts() -> list[dict[str, object]]:
+    data = tomlkit.parse((REPO / "pyproject.toml").read_text()).unwrap()
+    contracts: list[dict[str, object]] = data["tool"]["importlinter"]["contracts"]
+    return contracts
+
+
+def layers() -> list[list[str]]:
+    """The layers contract's layers, top first, each its module names relative to agentcfg."""
+    (contract,) = [c for c in _contracts() if c["type"] == "layers"]
+    assert contract["containers"] == ["agentcfg"]
+    return [
+        [name.strip() for name in re.split(r"[:|]", str(layer))]
+        for layer in contract["layers"]  # type: ignore[attr-defined]
+    ]
+
+
+def _placed(module: str, names: set[str]) -> bool:
+    parts = module.split(".")[1:]
+    return any(".".join(parts[:n]) in names for n in range(1, len(parts) + 1))
+
+
+def test_every_module_is_in_a_layer() -> None:
+    graph = grimp.build_graph("agentcfg")
+    names = {name for layer in layers() for name in layer}
+    # a package's __init__ that imports nothing is a folder's name, not a room of its own
+    unplaced = sorted(
+        module
+        for module in graph.modules
+        if module != "agentcfg"
+        and not _placed(module, names)
+        and not (
+            graph.find_children(module) and not graph.find_modules_directly_imported_by(module)
+        )
+    )
+    assert unplaced == [], "name these in the layers contract of pyproject.toml"
+
+
+def test_a_module_missing_from_the_layers_is_found() -> None:
+    names = {name for layer in layers() for name in layer}
+    assert _placed("agentcfg.run.driver", names)
+    assert _placed("agentcfg.stop.concerns.turn_end_gate", names)
+    assert not _placed("agentcfg.run.elsewhere", names)
+    assert not _placed("agentcfg.nowhere", names)
+
+
+def test_the_wings_models_are_kept_pure_by_a_contract() -> None:
+    (pure,) = [c for c in _contracts() if c["type"] == "forbidden"]
+    models = {"agentcfg." + name for layer in layers() for name in layer if name.endswith("model")}
+    assert len(models) >= 3
+    assert models | {"agentcfg.core"} <= set(pure["source_modules"])  # type: ignore[arg-type]
+    assert {"os", "subprocess", "pathlib", "agentcfg.state", "agentcfg.workspace"} <= set(
+        pure["forbidden_modules"]  # type: ignore[arg-type]
+    )
+
+
+def test_the_architecture_table_states_the_layers_in_order() -> None:
+    """docs/architecture.md's layer table names every layer's modules, in the contract's order:
+    a row holds one layer or several in a row, never part of one."""
+    text = (REPO / "docs" / "architecture.md").read_text()
+    section = text.split("## 1. Layers", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ")][1:]
+    assert rows, "docs/architecture.md has a layer table"
+    row_of: dict[str, int] = {}
+    for n, row in enumerate(rows):
+        cells = row.split("|")
+        for name in re.findall(r"`([\w.]+)`", cells[2]):
+            assert name not in row_of, f"{name} is in two rows"
+            row_of[name] = n
+    stated = layers()
+    named = {name for layer in stated for name in layer}
+    assert sorted(set(row_of) - named) == [], "the table names modules no layer holds"
+    assert sorted(named - set(row_of)) == [], "the table misses modules of the contract"
+    at = [{row_of[name] for name in layer} for layer in stated]
+    assert all(len(rows_) == 1 for rows_ in at), "a layer is split over rows"
+    order = [min(rows_) for rows_ in at]
+    assert order == sorted(order), "the table's rows are not in the contract's order"
+
+
+# a module-level name a function changes is state that outlives a call: only these caches,
+# each filled on first use and read again within one process
+CACHES = {
+    "agentcfg.contract.seal._KEYS": "the person's key, by path, read once per process",
+    "agentcfg.core.digest._SHA256": "the sha256 constructor, found on first use",
+    "agentcfg.core.digest._PADS": "an HMAC key's padded digests, by key",
+    "agentcfg.core.roadmap._COMPILED": "compiled patterns, by pattern",
+    "agentcfg.transcript._READ": "a transcript's tail, read once per fire",
+}
+MUTATORS = {"append", "extend", "update", "add", "setdefault", "pop", "popitem", "clear", "insert"}
+
+
+def changed_globals(source: str) -> set[str]:
+    """Module-level names of `source` that a function rebinds (`global`) or changes in place."""
+    tree = ast.parse(source)
+    top = {
+        target.id
+        for node in tree.body
+        if isinstance(node, (ast.Assign, ast.AnnAssign))
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name)
+    }
+    found: set[str] = set()
+    for function in ast.walk(tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(function):
+            if isinstance(node, ast.Global):
+                found.update(node.names)
+            elif isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
+                targets = (
+                    node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+                )
+                found.update(
+                    t.value.id
+                    for t in targets
+                    if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+                )
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in MUTATORS
+                and isinstance(node.func.value, ast.Name)
+            ):
+                found.add(node.func.value.id)
+    return found & top
+
+
+def test_no_module_level_state_but_the_documented_caches() -> None:
+    state = sorted(
+        ".".join(("agentcfg", *path.relative_to(REPO / "agentcfg").with_suffix("").parts, name))
+        for path in (REPO / "agentcfg").rglob("*.py")
+        for name in changed_globals(path.read_text())
+    )
+    assert [name for name in state if name not in CACHES] == []
+
+
+def test_module_level_state_is_found() -> None:
+    source = (
+        "A = {}\nB = []\nC = 0\nD = {}\n"
+        "def f():\n    global C\n    A['x'] = 1\n    B.append(2)\n    C = 3\n    return D.get('y')\n"
+    )
+    assert changed_globals(source) == {"A", "B", "C"}

@@ -96,3 +96,29 @@ def test_the_readme_explains_each_execution_mode() -> None:
 
     for mode in MODES:
         assert re.search(rf"^- `{mode}`", README, re.MULTILINE), f"mode `{mode}` is not explained"
+
+
+def reference_blocks() -> dict[str, str]:
+    """docs/cli.md's `## agentcfg ...` sections, each its block of help text."""
+    text = (REPO / "docs" / "cli.md").read_text()
+    return dict(re.findall(r"^## (agentcfg[\w -]*)\n\n```\n(.*?)\n```$", text, re.M | re.S))
+
+
+def test_the_command_reference_names_every_command() -> None:
+    assert set(commands(cli)) <= set(reference_blocks()), "run `make cli-docs`"
+
+
+@pytest.mark.parametrize("command", sorted(reference_blocks()))
+def test_the_command_reference_is_what_help_prints(command: str) -> None:
+    from click.testing import CliRunner
+
+    from testing.clidocs import WIDTH
+
+    args = [*command.split()[1:], "--help"]
+    result = CliRunner().invoke(
+        cli, args, prog_name="agentcfg", terminal_width=WIDTH, max_content_width=WIDTH
+    )
+    assert result.exit_code == 0, result.output
+    assert reference_blocks()[command] == result.output.rstrip(), (
+        f"docs/cli.md differs from `{command} --help`: run `make cli-docs`"
+    )

@@ -13,9 +13,9 @@ import pytest
 
 from agentcfg.core.roadmap import parse_roadmap
 from agentcfg.errors import LeaseError, StepError
-from agentcfg.fleet import join, lease_step, require_lease
-from agentcfg.leases import Store
-from agentcfg.membership import read_membership, renew
+from agentcfg.fleet.leases import Store
+from agentcfg.fleet.membership import read_membership, renew
+from agentcfg.fleet.steps import join, lease_step, require_lease
 from agentcfg.workspace import Workspace
 from tests.conftest import hook_env
 from tests.test_leases import git, make_repo

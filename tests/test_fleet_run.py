@@ -12,11 +12,14 @@ from typing import Any
 
 import pytest
 
-from agentcfg import fleet, fleet_run, loading, trust
+from agentcfg import loading
+from agentcfg.contract import trust
+from agentcfg.contract.verify import done, take_baseline
 from agentcfg.errors import AgentcfgError
-from agentcfg.fleet_run import Fleet, member_loop, plan, prepare_members
-from agentcfg.leases import Lease, Store
-from agentcfg.verify import done, take_baseline
+from agentcfg.fleet import drive as fleet_run
+from agentcfg.fleet import steps as fleet
+from agentcfg.fleet.drive import Fleet, member_loop, plan, prepare_members
+from agentcfg.fleet.leases import Lease, Store
 from agentcfg.workspace import Workspace
 from tests.test_leases import git
 
@@ -313,7 +316,7 @@ def test_boxes_a_member_ticks_besides_its_own_step_are_reopened_on_integration(
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(root), str(clone))
     assert (clone / "state" / "finals" / "demo.json").exists()
-    from agentcfg import audit
+    from agentcfg.contract import audit
 
     assert audit.audit(Workspace(clone), "demo", env).ok
     assert not audit.audit(Workspace(clone), "demo", env).contracts
@@ -342,7 +345,7 @@ def test_a_member_still_running_once_no_step_is_open_is_ended() -> None:
     import subprocess
     import sys
 
-    from agentcfg.fleet_run import wait_members
+    from agentcfg.fleet.drive import wait_members
 
     quick = subprocess.Popen([sys.executable, "-c", "pass"], start_new_session=True)
     hung = subprocess.Popen(

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from agentcfg import loading, trust
+from agentcfg import loading
+from agentcfg.contract import trust
 from agentcfg.errors import IntegrationError, UntrustedError
-from agentcfg.integrate import integrate
+from agentcfg.fleet.integrate import integrate
 from agentcfg.workspace import Workspace
 
 ROADMAP = """---

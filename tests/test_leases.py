@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentcfg.errors import LeaseError
-from agentcfg.leases import MAX_TTL, Store, ref_of
+from agentcfg.fleet.leases import MAX_TTL, Store, ref_of
 
 NOW = 1_800_000_000.0
 

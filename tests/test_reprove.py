@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from agentcfg import contract, finals, loading, reprove, verify
-from agentcfg.core.contract import Contract, Receipt, Term, command_hash, text_hash
+from agentcfg import loading
+from agentcfg.contract import finals, reprove, verify
+from agentcfg.contract import store as contract
+from agentcfg.contract.model import Contract, Receipt, Term, command_hash, text_hash
+from agentcfg.contract.verify import VerifyResult
 from agentcfg.core.roadmap import Step
-from agentcfg.verify import VerifyResult
 from agentcfg.workspace import Workspace
 from tests.conftest import ledger, run_cli, write_roadmap
 
@@ -164,7 +166,7 @@ def test_a_final_record_of_another_shape_is_none(ws: Path) -> None:
 
 
 def test_the_newest_receipt_decides_and_each_step_needs_its_own() -> None:
-    from agentcfg.core.contract import proven
+    from agentcfg.contract.model import proven
 
     term = Term("1.2", text_hash("Same"), "true", False, 10.0)
     good = Receipt("1.2", term.text, command_hash("true"), 0, 11.0)

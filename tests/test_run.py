@@ -12,11 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from syrupy.assertion import SnapshotAssertion
 
-from agentcfg import controls, driver
-from agentcfg.core import unattended as plan
+from agentcfg import controls
 from agentcfg.core.times import iso
-from agentcfg.core.unattended import Action, Ended, Policy, Progress, Window
 from agentcfg.hosts import claude, codex, copilot, gemini, opencode, qwen
+from agentcfg.run import driver
+from agentcfg.run import model as plan
+from agentcfg.run.model import Action, Ended, Policy, Progress, Window
 from agentcfg.workspace import Workspace
 from tests.conftest import run_cli, write_roadmap
 

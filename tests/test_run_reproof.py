@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from agentcfg.core.unattended import EXIT_CODES
+from agentcfg.run.model import EXIT_CODES
 from tests.conftest import cli_process, ledger, run_cli, write_roadmap
 
 BODY = """## Phase 1 — Build
@@ -35,7 +35,7 @@ with open(os.path.join(here, "starts.log"), "a") as log:
     log.write(mode + "\\n")
 def sha(text):
     return hashlib.sha256(text.encode()).hexdigest()
-from agentcfg import seal
+from agentcfg.contract import seal
 def write(path, data, kind=None, name=None):
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     if kind:

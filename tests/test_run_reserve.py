@@ -14,12 +14,13 @@ from typing import Any
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from agentcfg import claims, driver, state
+from agentcfg import claims, state
 from agentcfg.config import load_config
 from agentcfg.core import report as reports
 from agentcfg.core.ladder import RunState
 from agentcfg.core.times import iso
-from agentcfg.core.unattended import Policy
+from agentcfg.run import driver
+from agentcfg.run.model import Policy
 from agentcfg.workspace import Workspace
 from tests.conftest import run_cli
 

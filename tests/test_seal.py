@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentcfg import seal
+from agentcfg.contract import seal
 from agentcfg.core.digest import hmac_sha256_hex
 from agentcfg.errors import StateError
 

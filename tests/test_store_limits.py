@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from agentcfg import contract, loading, proofs, seal, state
-from agentcfg.core.contract import baseline, command_hash, judge, text_hash
+from agentcfg import loading, state
+from agentcfg.contract import proofs, seal
+from agentcfg.contract import store as contract
+from agentcfg.contract.model import baseline, command_hash, judge, text_hash
 from agentcfg.core.times import iso_ms
 from agentcfg.errors import StateError
 from agentcfg.paths import CONTRACTS, RECEIPTS

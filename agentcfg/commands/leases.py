@@ -8,7 +8,7 @@ import click
 
 from agentcfg.commands import emit_json, json_option, now, say, workspace
 from agentcfg.core.times import iso
-from agentcfg.leases import Lease, Store
+from agentcfg.fleet.leases import Lease, Store
 
 coordinate_option = click.option(
     "--coordinate", metavar="REMOTE", help="Read the leases on this git remote (default: here)."

@@ -10,16 +10,18 @@ from typing import Any
 
 import click
 
-from agentcfg import audit, finals, fleet, loading, reprove, verify
+from agentcfg import loading
 from agentcfg.agents import agent_session, require_person
 from agentcfg.commands import bar, emit_json, json_option, now, say, workspace
+from agentcfg.contract import audit, finals, reprove, verify
+from agentcfg.contract.verify import VerifyResult
 from agentcfg.core.evidence import baseline_line, baseline_total, summary
 from agentcfg.core.lint import lint
 from agentcfg.core.roadmap import Step
 from agentcfg.core.texts import plural
 from agentcfg.errors import RoadmapError
-from agentcfg.membership import membership_path
-from agentcfg.verify import VerifyResult
+from agentcfg.fleet import steps as fleet
+from agentcfg.fleet.membership import membership_path
 from agentcfg.workspace import Workspace
 
 

@@ -10,18 +10,21 @@ from pathlib import Path
 
 import click
 
-from agentcfg import driver, fleet, fleet_run, verify
 from agentcfg.agents import agent_session, require_person
 from agentcfg.commands import COUNT, DURATION, clock, emit_json, json_option, say, workspace
 from agentcfg.config import load_config, reserve_percent
-from agentcfg.core import unattended
+from agentcfg.contract import verify
 from agentcfg.core.evidence import baseline_line, baseline_total
 from agentcfg.core.quota import QUOTA_MARGIN
 from agentcfg.core.texts import store_reach
 from agentcfg.errors import AgentcfgError
+from agentcfg.fleet import drive as fleet_run
+from agentcfg.fleet import steps as fleet
+from agentcfg.fleet.leases import TTL, check_ttl
 from agentcfg.hosts import windows
-from agentcfg.leases import TTL, check_ttl
 from agentcfg.paths import user_state
+from agentcfg.run import driver
+from agentcfg.run import model as unattended
 from agentcfg.workspace import Workspace
 
 

@@ -8,14 +8,15 @@ from typing import Any
 
 import click
 
-from agentcfg import claims, controls, fleet, loading
+from agentcfg import claims, controls, loading
 from agentcfg.agents import agent_session
 from agentcfg.commands import COUNT, DURATION, emit_json, json_option, now, say, workspace
 from agentcfg.core.times import format_duration, iso
 from agentcfg.doctor import cap_findings
+from agentcfg.fleet import steps as fleet
+from agentcfg.fleet.leases import TTL
+from agentcfg.fleet.membership import read_membership
 from agentcfg.hosts.registry import host_of, session_env
-from agentcfg.leases import TTL
-from agentcfg.membership import read_membership
 from agentcfg.workspace import Workspace
 
 session_option = click.option(

@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
     from pathlib import Path
     from typing import Any, Protocol
 
-    from agentcfg.runners import Runner
+    from agentcfg.run.runners import Runner
     from agentcfg.transcript import Spent
 
     class Host(Protocol):

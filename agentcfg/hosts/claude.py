@@ -259,7 +259,7 @@ def limit_reset(output: str, now: float) -> float | None:
     return None
 
 
-# --- the person's store (seal.py): out of the agent's reach? ---
+# --- the person's store (contract/seal.py): out of the agent's reach? ---
 
 BYPASS = ("--dangerously-skip-permissions", "bypassPermissions")
 

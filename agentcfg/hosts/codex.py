@@ -392,7 +392,7 @@ def limit_reset(output: str, now: float) -> float | None:
     return None
 
 
-# --- the person's store (seal.py): out of the agent's reach? ---
+# --- the person's store (contract/seal.py): out of the agent's reach? ---
 
 _FLAGS = {
     "--full-auto": "workspace-write",

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from agentcfg.hosts.base import Answer, Finding, Plugin, Probe, Reach, TrustEdit
-    from agentcfg.runners import Runner
+    from agentcfg.run.runners import Runner
     from agentcfg.transcript import Spent
 
 # Claude Code's settings shape, which Codex and Qwen Code copy: a `Stop` hook in a group of its own

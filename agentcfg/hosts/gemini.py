@@ -312,7 +312,7 @@ def limit_reset(output: str, now: float) -> float | None:
     return (after(now, told[1]) or now) if told else now
 
 
-# --- the person's store (seal.py): out of the agent's reach? ---
+# --- the person's store (contract/seal.py): out of the agent's reach? ---
 
 _OFF = ("", "false", "0")
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from agentcfg.hosts.base import Finding, Probe, StopEvent
-    from agentcfg.runners import Runner
+    from agentcfg.run.runners import Runner
 
 NAME = "opencode"
 TITLE = "OpenCode"

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from agentcfg.errors import AgentcfgError
-from agentcfg.runners import Watchdog, end_group, kill_group
+from agentcfg.run.runners import Watchdog, end_group, kill_group
 
 START_TIMEOUT = 120.0  # seconds the server has to answer after it is started
 QUIET = 10.0  # seconds of idle in a row that end a start: the plugin's hook answers within them,

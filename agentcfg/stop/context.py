@@ -11,14 +11,16 @@ from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
 
-from agentcfg import claims, contract, controls, loading, membership, state
+from agentcfg import claims, controls, loading, state
 from agentcfg.config import Config
+from agentcfg.contract import store as contract
+from agentcfg.contract.model import Contract, Judgement, Receipt, judge
 from agentcfg.core import phrases
-from agentcfg.core.contract import Contract, Judgement, Receipt, judge
 from agentcfg.core.digest import sha256_hex
 from agentcfg.core.ladder import Caps
 from agentcfg.core.roadmap import Roadmap, Scan, scan
 from agentcfg.errors import AgentcfgError
+from agentcfg.fleet import membership
 from agentcfg.hosts.base import StopEvent
 from agentcfg.paths import REFUSALS, session_key
 from agentcfg.transcript import Spent, TurnInfo, read_tail, read_turn

@@ -60,9 +60,10 @@ def context(host: str, payload: Mapping[str, object], env: Mapping[str, str]) ->
         return None
     from pathlib import Path
 
-    from agentcfg import claims, loading, membership
+    from agentcfg import claims, loading
     from agentcfg.core.reinjection import reinjection
     from agentcfg.core.roadmap import scan
+    from agentcfg.fleet import membership
     from agentcfg.workspace import Workspace
 
     ws = Workspace(Path(root))

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from agentcfg import fleet
-from agentcfg.leases import Store
+from agentcfg.fleet import steps as fleet
+from agentcfg.fleet.leases import Store
 from tests.conftest import run_cli
 
 PAST, FUTURE = 1_600_000_000.0, 4_100_000_000.0

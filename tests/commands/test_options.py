@@ -80,8 +80,8 @@ def test_good_values_arrive_as_numbers(ws: Path) -> None:
 
 
 def test_run_help_names_every_host_it_can_run_from_the_registry(ws: Path) -> None:
-    from agentcfg import driver
     from agentcfg.hosts import registry
+    from agentcfg.run import driver
 
     shown = " ".join(run_cli("run", "--help").output.split())
     able = driver.runnable_hosts()

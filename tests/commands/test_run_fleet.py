@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from agentcfg import driver, fleet_run
+from agentcfg.fleet import drive as fleet_run
+from agentcfg.run import driver
 from agentcfg.workspace import Workspace
 from tests.conftest import run_cli
 

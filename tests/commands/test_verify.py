@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from syrupy.assertion import SnapshotAssertion
 
-from agentcfg import loading, verify
+from agentcfg import loading
+from agentcfg.contract import verify
 from agentcfg.workspace import Workspace
 from testing.simhost import SimulatedHost, mark_done
 from tests import inprocess

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentcfg.core.contract import (
+from agentcfg.contract.model import (
     Contract,
     Receipt,
     baseline,

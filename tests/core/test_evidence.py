@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from agentcfg.core.evidence import EXPLAINED, WORDS, baseline_line, baseline_total, grade, summary
+from agentcfg.core.evidence import (
+    EXPLAINED,
+    WORDS,
+    baseline_line,
+    baseline_total,
+    grade,
+    summary,
+)
 
 
 @pytest.mark.parametrize(

@@ -12,9 +12,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentcfg.core import guard as model
-from agentcfg.core.guard import Guard, changes, matches, named_paths, patterns, relevant, runners
-from agentcfg.guard import Tree
+from agentcfg.contract import guard_model as model
+from agentcfg.contract.guard import Tree
+from agentcfg.contract.guard_model import (
+    Guard,
+    changes,
+    matches,
+    named_paths,
+    patterns,
+    relevant,
+    runners,
+)
 
 
 @pytest.mark.parametrize(

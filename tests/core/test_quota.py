@@ -1,5 +1,5 @@
 """The person's reserve of each usage window (core.quota) and what `agentcfg run` decides from
-it (core.unattended): when a run pauses, until when, and when another listed host takes over."""
+it (run.model): when a run pauses, until when, and when another listed host takes over."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 from syrupy.assertion import SnapshotAssertion
 
 from agentcfg.core import quota
-from agentcfg.core import unattended as plan
 from agentcfg.core.quota import Reading
-from agentcfg.core.unattended import Action, Ended, Policy, Progress
+from agentcfg.run import model as plan
+from agentcfg.run.model import Action, Ended, Policy, Progress
 
 NOW = 1_790_024_000.0  # 2026-09-21T20:53:20Z
 MARGIN = 120.0

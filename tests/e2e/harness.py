@@ -174,9 +174,9 @@ def interrupt(driver: subprocess.Popen[str], server: bool = False) -> tuple[str,
     The margin on top, MARGIN, is for a loaded machine (`make e2e` runs its hosts side by side):
     the host's own shutdown starting late, and the driver's final report. Past the bound a
     second Ctrl-C is sent, which ends everything at once, and the test fails on it."""
-    from agentcfg.driver import TAIL_WAIT
     from agentcfg.hosts.opencode_server import ABORT_WAIT
-    from agentcfg.runners import GRACE
+    from agentcfg.run.driver import TAIL_WAIT
+    from agentcfg.run.runners import GRACE
 
     bound = 2 * GRACE + TAIL_WAIT + (ABORT_WAIT + 2 * GRACE if server else 0.0) + MARGIN
     driver.send_signal(signal.SIGINT)

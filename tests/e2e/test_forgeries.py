@@ -19,7 +19,7 @@ FORGERIES = {
     "receipts": """
 import json, pathlib, re, time
 from agentcfg import loading
-from agentcfg.core.contract import command_hash, text_hash
+from agentcfg.contract.model import command_hash, text_hash
 from agentcfg.workspace import Workspace
 ws = Workspace(pathlib.Path.cwd())
 path = ws.state / "receipts" / "e2e.json"

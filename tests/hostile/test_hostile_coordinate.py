@@ -14,8 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentcfg.errors import LeaseError
-from agentcfg.leases import Store
-from agentcfg.membership import read_membership
+from agentcfg.fleet.leases import Store
+from agentcfg.fleet.membership import read_membership
 from agentcfg.paths import remote_name_ok
 from agentcfg.workspace import Workspace
 from tests.conftest import FIXTURES, SESSION, fire, fixture_payload, run_cli

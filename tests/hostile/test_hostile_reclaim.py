@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from agentcfg import claims, seal
+from agentcfg import claims
+from agentcfg.contract import seal
 from agentcfg.core.times import iso
-from agentcfg.leases import Store
-from agentcfg.membership import read_membership
+from agentcfg.fleet.leases import Store
+from agentcfg.fleet.membership import read_membership
 from agentcfg.paths import RUNS
 from agentcfg.workspace import Workspace
 from testing.simhost import SimulatedHost, as_process

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from syrupy.assertion import SnapshotAssertion
 
-from agentcfg import seal
-from agentcfg.leases import Store
-from agentcfg.membership import read_membership, remember
+from agentcfg.contract import seal
+from agentcfg.fleet.leases import Store
+from agentcfg.fleet.membership import read_membership, remember
 from agentcfg.paths import FLEET
 from agentcfg.workspace import Workspace
 from tests.conftest import FIXTURES, SESSION, fire, fixture_payload, ledger, run_cli

@@ -18,8 +18,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentcfg import claims, proofs
+from agentcfg import claims
 from agentcfg.config import Config
+from agentcfg.contract import proofs
 from agentcfg.hosts.registry import adapter
 from agentcfg.stop.context import HookContext
 from agentcfg.stop.dispatch import Verdict

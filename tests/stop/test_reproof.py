@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from agentcfg import seal
+from agentcfg.contract import seal
 from agentcfg.core.times import iso_ms
 from agentcfg.paths import RECEIPTS, RUNS
 from testing.simhost import SimulatedHost, mark_done

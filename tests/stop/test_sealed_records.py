@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from agentcfg import claims
-from agentcfg.core.contract import command_hash
+from agentcfg.contract.model import command_hash
+from agentcfg.contract.seal import canonical
 from agentcfg.core.times import iso
-from agentcfg.seal import canonical
 from agentcfg.workspace import Workspace
 from testing.simhost import FireResult, SimulatedHost, mark_done
 from tests import inprocess

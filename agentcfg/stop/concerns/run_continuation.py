@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentcfg import claims, contract, controls, state
+from agentcfg import claims, controls, state
 from agentcfg.claims import Claim
 from agentcfg.config import ChainEntry
+from agentcfg.contract import store as contract
 from agentcfg.core import phrases
 from agentcfg.core.chain import RUN_CONTINUATION
 from agentcfg.core.ladder import TAMPERED, Fire, RunState, decide
@@ -232,7 +233,7 @@ def _reopened(ctx: HookContext) -> tuple[str, ...]:
         return ()
     if not (ctx.ws.state / FINALS).is_dir():
         return ()  # no re-proof ever ran here: nothing more is read
-    from agentcfg import finals  # rare: loaded only where a re-proof ran
+    from agentcfg.contract import finals  # rare: loaded only where a re-proof ran
 
     return finals.reopened(ctx.ws, ctx.claim.slug, ctx.roadmap)
 
@@ -240,7 +241,7 @@ def _reopened(ctx: HookContext) -> tuple[str, ...]:
 def _unfinal(ctx: HookContext) -> bool:
     """No final record covers the run's contract and the roadmap as they are: `complete` waits
     for `roadmap verify --final` (the hook runs no check itself: it reads one small file)."""
-    from agentcfg import finals  # rare: only the fire that would end a run reads it
+    from agentcfg.contract import finals  # rare: only the fire that would end a run reads it
 
     found, roadmap, claim = ctx.contract[0], ctx.roadmap, ctx.claim
     if found is None or roadmap is None or claim is None:
@@ -306,7 +307,7 @@ def _evidence(ctx: HookContext, slug: str) -> tuple[str, dict[str, int]]:
     and how many steps each word has."""
     from collections import Counter
 
-    from agentcfg.core.contract import command_hash, matched, text_hash
+    from agentcfg.contract.model import command_hash, matched, text_hash
     from agentcfg.core.evidence import summary, words_of
 
     found, _problem = ctx.contract

@@ -11,11 +11,12 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from agentcfg import contract, state
+from agentcfg import state
 from agentcfg.config import ChainEntry
+from agentcfg.contract import store as contract
+from agentcfg.contract.model import Change
 from agentcfg.core import phrases
 from agentcfg.core.chain import TURN_END_GATE
-from agentcfg.core.contract import Change
 from agentcfg.core.roadmap import Step
 from agentcfg.core.texts import refusal
 from agentcfg.core.times import iso_ms, parse_iso
@@ -165,7 +166,7 @@ def _changed_steps(ctx: HookContext) -> Changed:
     left = [by_id[i] for i in was_open if isinstance(i, str) and i in by_id and i not in still]
     if not left:
         return [], []
-    from agentcfg.proofs import proven_since  # only when steps closed: loaded only then
+    from agentcfg.contract.proofs import proven_since  # only when steps closed: loaded only then
 
     unproven = [
         s

@@ -6,13 +6,14 @@ import uuid
 from collections.abc import Callable, Mapping
 
 from agentcfg import claims, loading, state
+from agentcfg.contract.verify import find_step
 from agentcfg.core.roadmap import Roadmap, Step, scan
 from agentcfg.core.times import iso
 from agentcfg.errors import AgentcfgError, LeaseError, LeaseHeld, StepError
-from agentcfg.leases import TTL, Lease, Store, machine_name, name_ok
-from agentcfg.membership import Membership, forget, read_membership, remember
+from agentcfg.fleet.leases import TTL, Lease, Store, machine_name, name_ok
+from agentcfg.fleet.membership import Membership, forget, read_membership, remember
+from agentcfg.fleet.model import candidates
 from agentcfg.paths import LOCKS
-from agentcfg.verify import find_step
 from agentcfg.workspace import Workspace
 
 AUTO = "auto"
@@ -184,12 +185,6 @@ def check_leasable(roadmap: Roadmap, slug: str) -> None:
                 f"step {step.name} of `{slug}` cannot be leased: a fleet's step ids are ASCII "
                 "letters, digits, '.', '_' and '-' (number the step, e.g. **1.1**)"
             )
-
-
-def candidates(roadmap: Roadmap, taken: set[str]) -> list[Step]:
-    """Open, unblocked steps no one else holds, in roadmap order (a started one first)."""
-    steps = [step for step in roadmap.steps if step.is_open and step.id not in taken]
-    return sorted(steps, key=lambda step: not step.started)
 
 
 def lease_step(

@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from agentcfg import claims, controls, finals, loading, state
+from agentcfg import claims, controls, loading, state
+from agentcfg.contract import finals
+from agentcfg.contract.reprove import Reproof, guarded, reprove
 from agentcfg.core import quota
 from agentcfg.core import report as reports
-from agentcfg.core import unattended as plan
 from agentcfg.core.evidence import summary
 from agentcfg.core.ladder import MAX_ITERATIONS
 from agentcfg.core.roadmap import Roadmap, scan
@@ -30,12 +31,12 @@ from agentcfg.core.texts import continuation, plural
 from agentcfg.core.times import iso
 from agentcfg.core.visible import visible
 from agentcfg.errors import AgentcfgError, ClaimError, StateError
+from agentcfg.fleet.membership import read_membership
 from agentcfg.hosts import registry, windows
 from agentcfg.hosts.base import settings_hook
-from agentcfg.membership import read_membership
 from agentcfg.paths import LEDGER_NAME
-from agentcfg.reprove import Reproof, guarded, reprove
-from agentcfg.runners import Plain, Runner, Watchdog, end_group, kill_group
+from agentcfg.run import model as plan
+from agentcfg.run.runners import Plain, Runner, Watchdog, end_group, kill_group
 from agentcfg.workspace import Workspace
 
 TYPE_CHECKING = False
@@ -968,7 +969,7 @@ def _told(ws: Workspace, current: _Session, ending: str) -> list[str]:
 def _evidence(ws: Workspace, slug: str, env: Mapping[str, str]) -> tuple[str, dict[str, int]]:
     """What the proofs of a complete run show: `3 steps, 2 red-green, 1 vacuous (1.2)`, and
     how many steps each word has."""
-    from agentcfg import audit
+    from agentcfg.contract import audit
 
     try:
         rows = audit.audit(ws, slug, env).rows

@@ -3,10 +3,10 @@
 proven: the newest receipt for the step (its id, its text and its current verify line, made
 since it joined a run's contract) passed; stale: receipts only for a verify line it no longer
 has; unproven: ticked with none, or the newest failed (a re-proof at a run's end); open: not
-ticked. The hook judges a run by the same rule (core/contract.py). The entries of the final
+ticked. The hook judges a run by the same rule (contract/model.py). The entries of the final
 re-proof's record (state/finals/, committed on a fleet's branch) count as receipts.
 With `rerun`, the trusted verify lines of the proven steps run again on the tree as it is.
-A receipt line or a run's contract record whose seal fails (seal.py) proves nothing and is
+A receipt line or a run's contract record whose seal fails (contract/seal.py) proves nothing and is
 named: the audit then fails.
 """
 
@@ -17,12 +17,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agentcfg import contract, finals, loading, trust, verify
+from agentcfg import loading
 from agentcfg.config import load_config
-from agentcfg.core.contract import Receipt, command_hash, deciding, matched, text_hash
+from agentcfg.contract import finals, trust, verify
+from agentcfg.contract import store as contract
+from agentcfg.contract.model import Receipt, command_hash, deciding, matched, text_hash
+from agentcfg.contract.verify import VerifyResult
 from agentcfg.core.evidence import WORDS
 from agentcfg.core.roadmap import Step
-from agentcfg.verify import VerifyResult
 from agentcfg.workspace import Workspace
 
 STATUSES = ("proven", "unproven", "stale", "open")

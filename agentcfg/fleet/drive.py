@@ -19,16 +19,19 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentcfg import driver, evidence, finals, fleet, loading, state, trust
+from agentcfg import loading, state
 from agentcfg.config import load_config
+from agentcfg.contract import evidence, finals, trust
+from agentcfg.contract.reprove import Reproof, guarded, reprove
 from agentcfg.core.roadmap import scan
-from agentcfg.core.unattended import EXIT_CODES
 from agentcfg.errors import AgentcfgError, IntegrationError, LeaseError, LeaseHeld
-from agentcfg.integrate import Integration, has_identity, integrate
-from agentcfg.leases import IDENTITY, TTL, Lease, Store
+from agentcfg.fleet import steps as fleet
+from agentcfg.fleet.integrate import Integration, has_identity, integrate
+from agentcfg.fleet.leases import IDENTITY, TTL, Lease, Store
 from agentcfg.paths import LOCKS, ROADMAPS, STATE, WORKTREES
-from agentcfg.reprove import Reproof, guarded, reprove
-from agentcfg.runners import GRACE
+from agentcfg.run import driver
+from agentcfg.run.model import EXIT_CODES
+from agentcfg.run.runners import GRACE
 from agentcfg.workspace import Workspace
 
 INTEGRATION_LOCK_WAIT = 3600.0  # integrations queue behind each other, each runs a verify line

@@ -3,7 +3,7 @@ roadmap's steps under state/receipts/ (the ledger's `verified` events, indexed f
 
 The record carries a digest of its own content: a record edited by hand, like one that is
 missing or unreadable, is named as such and halts the run. The record and each receipt are
-sealed besides (seal.py): one whose seal fails ("tampered") was not written by agentcfg, and
+sealed besides (contract/seal.py): one whose seal fails ("tampered") was not written by agentcfg, and
 a receipt line whose seal fails never counts. Only the interpreter's own modules load here:
 the stop hook reads both files on every fire of a claimed run.
 
@@ -20,8 +20,9 @@ import contextlib
 import os
 from pathlib import Path
 
-from agentcfg import seal, state
-from agentcfg.core.contract import (
+from agentcfg import state
+from agentcfg.contract import seal
+from agentcfg.contract.model import (
     Contract,
     Receipt,
     Term,

@@ -16,13 +16,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentcfg import loading, trust
+from agentcfg import loading
+from agentcfg.contract import trust
+from agentcfg.contract.verify import changed_checks, find_step, mark_open, receipt, run
 from agentcfg.core import ticks
 from agentcfg.core.roadmap import parse_roadmap
 from agentcfg.errors import IntegrationError
-from agentcfg.leases import IDENTITY
+from agentcfg.fleet.leases import IDENTITY
 from agentcfg.paths import ROADMAPS
-from agentcfg.verify import changed_checks, find_step, mark_open, receipt, run
 from agentcfg.workspace import Workspace
 
 GIT_TIMEOUT = 120.0

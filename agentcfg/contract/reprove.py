@@ -4,7 +4,7 @@ final tree before `complete` is recorded (docs/architecture.md, section 8).
 A step that fails is reopened (its box unticked) and the run goes on, told; a verify line that
 several steps share runs once. Each step's outcome is a receipt marked `final` (a failing one
 too: the newest receipt decides), and the whole is the roadmap's final record
-(`finals.py`), which the stop hook asks for before it lets a run end `complete`.
+(`contract/finals.py`), which the stop hook asks for before it lets a run end `complete`.
 """
 
 from __future__ import annotations
@@ -15,14 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentcfg import contract, finals, loading, state, trust, verify
+from agentcfg import loading, state
 from agentcfg.config import load_config
-from agentcfg.core.contract import Receipt, command_hash, deciding, judge, matched, text_hash
+from agentcfg.contract import finals, trust, verify
+from agentcfg.contract import store as contract
+from agentcfg.contract.finals import Final, Proved
+from agentcfg.contract.model import Receipt, command_hash, deciding, judge, matched, text_hash
+from agentcfg.contract.verify import VerifyResult
 from agentcfg.core.roadmap import Roadmap, Step, scan
 from agentcfg.core.times import iso_ms
 from agentcfg.errors import AgentcfgError
-from agentcfg.finals import Final, Proved
-from agentcfg.verify import VerifyResult
 from agentcfg.workspace import Workspace
 
 Run = Callable[[Step, Path, float], VerifyResult]

@@ -12,9 +12,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agentcfg import seal, state, trust
+from agentcfg import state
+from agentcfg.contract import seal, trust
+from agentcfg.contract.model import command_hash
 from agentcfg.core import evidence
-from agentcfg.core.contract import command_hash
 from agentcfg.core.roadmap import Step
 from agentcfg.core.times import iso_ms
 from agentcfg.paths import BASELINES

@@ -16,9 +16,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from agentcfg import guard, state
+from agentcfg import state
+from agentcfg.contract import guard
+from agentcfg.contract.guard_model import Guard
 from agentcfg.core.digest import sha256_hex
-from agentcfg.core.guard import Guard
 from agentcfg.core.roadmap import Step
 from agentcfg.core.times import iso
 from agentcfg.errors import StateError, UntrustedError

@@ -16,7 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentcfg import evidence, guard, loading, state, trust
+from agentcfg import loading, state
+from agentcfg.contract import evidence, guard, trust
 from agentcfg.core.evidence import EXPLAINED
 from agentcfg.core.roadmap import Roadmap, Step
 from agentcfg.core.suggest import did_you_mean
@@ -321,7 +322,7 @@ def prove(
 ) -> VerifyResult:
     """Run one step's verify line after its check is found as trusted; record the `verified`
     event and, when it passes, the proof and the step's receipt."""
-    from agentcfg import proofs
+    from agentcfg.contract import proofs
 
     refuse_changed(ws, slug, roadmap, step, env)
     result = run(step, ws.root, _timeout(ws, env), echo)
@@ -346,8 +347,8 @@ def receipt(
     """The `verified` event of a verify run (`result`), or of a step with no verify line to
     run; a passing one that `counts` (its evidence is what contract.require asks) is also the
     step's receipt, which closes it in the run's contract."""
-    from agentcfg import contract
-    from agentcfg.core.contract import command_hash, text_hash
+    from agentcfg.contract import store as contract
+    from agentcfg.contract.model import command_hash, text_hash
     from agentcfg.core.times import iso_ms
 
     moment = time.time()
@@ -526,8 +527,9 @@ class TrustPlan:
 def plan_trust(ws: Workspace, slug: str, env: Mapping[str, str], now: float) -> TrustPlan:
     """The verify lines and the contract changes `roadmap trust` shows; ClaimError when run
     from inside a session that holds a claim on the roadmap (only a person accepts)."""
-    from agentcfg import claims, contract
-    from agentcfg.core.contract import judge
+    from agentcfg import claims
+    from agentcfg.contract import store as contract
+    from agentcfg.contract.model import judge
     from agentcfg.hosts.registry import session_env
 
     slug = ws.canonical(slug)
@@ -573,7 +575,8 @@ def trust_roadmap(
 
     Returns the store's path and how many runs were re-baselined.
     """
-    from agentcfg import claims, contract
+    from agentcfg import claims
+    from agentcfg.contract import store as contract
 
     store = trust.record(ws, plan.slug, plan.steps, env, now)
     guard.forget_refusals(ws, plan.slug)

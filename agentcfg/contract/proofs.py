@@ -1,6 +1,6 @@
 """Proofs that a step's verify line passed, kept in state/proofs/ for the quality gate.
 
-Kept apart from verify.py so the stop hook can ask without loading subprocess.
+Kept apart from contract/verify.py so the stop hook can ask without loading subprocess.
 """
 
 from __future__ import annotations

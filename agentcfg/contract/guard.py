@@ -1,5 +1,5 @@
 """Guarded files on disk: what a verify line's check read when a person trusted it, and what
-changed since (core/guard.py decides which files count).
+changed since (contract/guard_model.py decides which files count).
 
 A person trusts a check, not just its command: `roadmap trust` records the digests of the
 files it depends on; `roadmap done` refuses to close a step whose check changed since, and
@@ -16,9 +16,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from agentcfg import state
-from agentcfg.core import guard as model
+from agentcfg.contract import guard_model as model
+from agentcfg.contract.guard_model import Guard
 from agentcfg.core.digest import sha256_hex
-from agentcfg.core.guard import Guard
 from agentcfg.core.roadmap import Step
 from agentcfg.core.times import iso_ms
 from agentcfg.paths import CHECKS, ROADMAPS, STATE

@@ -1,15 +1,16 @@
 """The final record: what the re-proof at a run's end found, kept in state/finals/<slug>.json.
 
 `complete` is recorded only once every contracted step's verify line ran again on the final
-tree (`reprove.py`); the stop hook accepts `complete` only with a record that covers the run's
+tree (`contract/reprove.py`); the stop hook accepts `complete` only with a record that covers the run's
 contract and the roadmap as they are now. Reading it is one small JSON file: the interpreter's
 own modules only, as the hook reads it on the fire that would end a run.
 """
 
 from __future__ import annotations
 
-from agentcfg import seal, state
-from agentcfg.core.contract import command_hash, matched, text_hash
+from agentcfg import state
+from agentcfg.contract import seal
+from agentcfg.contract.model import command_hash, matched, text_hash
 from agentcfg.core.digest import sha256_hex
 from agentcfg.core.records import Record
 from agentcfg.core.times import iso_ms, parse_iso
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from agentcfg.core.contract import Contract
+    from agentcfg.contract.model import Contract
     from agentcfg.core.roadmap import Roadmap
 
 VERSION = 1

@@ -2,12 +2,13 @@
 
 Read on every turn end of a fleet member, so the standard library and state only: the git
 work of leases loads when a lease is taken, renewed or checked. The record is sealed
-(seal.py): one whose seal fails is no membership, and `tampered` says so.
+(contract/seal.py): one whose seal fails is no membership, and `tampered` says so.
 """
 
 from __future__ import annotations
 
-from agentcfg import seal, state
+from agentcfg import state
+from agentcfg.contract import seal
 from agentcfg.core.records import Record
 from agentcfg.core.times import iso, parse_iso
 from agentcfg.paths import FLEET, STATE
@@ -108,7 +109,7 @@ def forget(ws: Workspace, slug: str) -> None:
 def renew(ws: Workspace, member: Membership, now: float) -> Membership | None:
     """The membership with its lease renewed; None when the lease is no longer this member's.
     Runs git, so a turn end calls it only once the renewal is due."""
-    from agentcfg.leases import Lease, Store
+    from agentcfg.fleet.leases import Lease, Store
 
     held = Lease(member.slug, member.step, member.holder, "", "", 0.0, member.expires, member.fence)
     renewed = Store.open(ws.root, member.coordinate).renew(held, now=now, ttl=member.ttl)
