@@ -37,6 +37,9 @@ RECEIPTS = "receipts"  # state/receipts/<slug>.json: the receipts of a roadmap's
 FINALS = "finals"  # state/finals/<slug>.json: the re-proof of every contracted step at the end
 CHECKS = "checks"  # state/checks/<slug>.json: steps `roadmap done` refused, their check changed
 BASELINES = "baselines"  # state/baselines/<slug>.json: each open step's check before the work
+DRIVERS = "drivers"  # state/drivers/<session key>.json: the `agentcfg run` process of a claim
+# set by `agentcfg run` for the host it starts: the run is unattended, on this host
+RUN_HOST_ENV = "AGENTCFG_RUN_HOST"
 # a person's own state, outside any workspace (see user_state)
 TRUST_STORE = "trust.json"  # the verify lines a person trusted
 SEAL_KEY = "seal.key"  # the key that seals the records deciding a run's ending (contract/seal.py)

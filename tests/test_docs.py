@@ -98,6 +98,28 @@ def test_the_readme_explains_each_execution_mode() -> None:
         assert re.search(rf"^- `{mode}`", README, re.MULTILINE), f"mode `{mode}` is not explained"
 
 
+def every_command(group: click.Group) -> Iterator[tuple[str, click.Command]]:
+    for name, command in sorted(group.commands.items()):
+        if command.hidden:
+            continue
+        if isinstance(command, click.Group):
+            yield from ((f"{name} {sub}", c) for sub, c in every_command(command))
+        else:
+            yield name, command
+
+
+@pytest.mark.parametrize(("name", "command"), list(every_command(cli)))
+def test_every_option_says_what_it_does(name: str, command: click.Command) -> None:
+    """`--help` is the reference a person reads first: no option is left unexplained."""
+    assert (command.help or "").strip(), f"`agentcfg {name}` has no help text"
+    bare = [
+        param.opts[0]
+        for param in command.params
+        if isinstance(param, click.Option) and not param.hidden and not (param.help or "").strip()
+    ]
+    assert bare == [], f"`agentcfg {name}`: options with no help: {bare}"
+
+
 def reference_blocks() -> dict[str, str]:
     """docs/cli.md's `## agentcfg ...` sections, each its block of help text."""
     text = (REPO / "docs" / "cli.md").read_text()

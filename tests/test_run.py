@@ -4,6 +4,7 @@ input before anything starts, and its waits that a person's `agentcfg stop` ends
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -323,15 +324,14 @@ def test_the_relay_note(snapshot: SnapshotAssertion) -> None:
 
 def test_each_host_starts_and_resumes_its_own_way() -> None:
     extra = ("--x", "1")
+    stream = ["--output-format", "stream-json", "--verbose"]  # what the driver reads
     assert claude.headless("go", "s-1", False, extra) == [
-        "-p",
-        "go",
-        "--session-id",
-        "s-1",
-        "--x",
-        "1",
-    ]
-    assert claude.headless("go", "s-1", True, ()) == ["-p", "go", "--resume", "s-1"]
+        "-p", "go", "--session-id", "s-1", "--x", "1", *stream,
+    ]  # fmt: skip
+    assert claude.headless("go", "s-1", True, ()) == ["-p", "go", "--resume", "s-1", *stream]
+    # the person's own output format is kept
+    own = ("--output-format", "json")
+    assert claude.headless("go", "s-1", True, own) == ["-p", "go", "--resume", "s-1", *own]
     assert gemini.headless("go", "s-1", False, ()) == ["-p", "go", "--session-id", "s-1"]
     assert gemini.headless("go", "s-1", True, ()) == ["-p", "go", "--resume", "s-1"]
     assert codex.headless("go", None, False, extra) == ["exec", "--x", "1", "go"]
@@ -361,6 +361,8 @@ def test_claude_code_ending_on_a_limit_is_told_apart() -> None:
 
 def _installed(root: Path, host: str = "claude") -> None:
     assert run_cli("hooks", "install", "--host", host).exit_code == 0
+    if (root / "roadmaps" / "demo.md").exists():  # its verify lines, as a person trusts them
+        assert run_cli("roadmap", "trust", "demo").exit_code == 0
 
 
 def _nothing_started(root: Path) -> None:
@@ -402,7 +404,7 @@ def _fake_binary(folder: Path, name: str) -> dict[str, str]:
     program = folder / name
     program.write_text('#!/bin/sh\necho started >> "$0.log"\n')
     program.chmod(0o755)
-    return {"PATH": str(folder)}
+    return {"PATH": str(folder), "XDG_STATE_HOME": os.environ["XDG_STATE_HOME"]}
 
 
 def test_a_roadmap_that_is_not_autonomous_is_refused(ws: Path, tmp_path: Path) -> None:
@@ -489,10 +491,14 @@ def test_a_person_stopping_the_roadmap_ends_a_wait_for_a_reset(ws: Path, tmp_pat
         json.loads(line)
         for line in (ws / "state" / "run-continuation.jsonl").read_text().splitlines()
     ]
-    assert [e["event"] for e in ledger] == ["claimed", "paused-window", "stop-requested", "stopped"]
-    assert ledger[-1]["by"] == "a-person" and ledger[-1]["run"] == ledger[0]["run"]
+    assert [e["event"] for e in ledger] == [
+        "trusted", "claimed", "paused-window", "stop-requested", "stopped",
+    ]  # fmt: skip
+    assert ledger[-1]["by"] == "a-person" and ledger[-1]["run"] == ledger[1]["run"]
     assert lines[0].startswith("agentcfg run: outside the window; resuming at ")
-    assert lines[-1].startswith("agentcfg run: stopped — roadmap `demo` (exit 14)\n")
+    assert lines[-2].startswith("agentcfg run: stopped — roadmap `demo` (exit 14)\n")
+    # what the person runs to carry on: the run takes its claim back by itself
+    assert lines[-1] == "  next: agentcfg resume demo, then: agentcfg run demo --host claude"
 
 
 def test_watch_counts_down_to_a_wait_of_the_driver(ws: Path) -> None:
@@ -523,10 +529,25 @@ def test_the_first_line_says_whether_the_store_is_out_of_the_agents_reach(
     ws: Path, tmp_path: Path, extra: list[str], first: str
 ) -> None:
     _installed(ws, "gemini")
-    env = _fake_binary(tmp_path / "bin", "gemini")
+    env = {**_fake_binary(tmp_path / "bin", "gemini"), "GEMINI_CLI_TRUST_WORKSPACE": "true"}
     result = run_cli("run", "demo", "--host", "gemini", "--max-restarts", "1", *extra, env=env)
     assert result.output.splitlines()[0].startswith(first)
     assert (tmp_path / "bin" / "gemini.log").exists()  # said before the host started
+
+
+def test_a_stop_hook_the_host_will_not_run_is_refused_before_it_starts(
+    ws: Path, tmp_path: Path
+) -> None:
+    _installed(ws, "gemini")  # in a folder Gemini CLI does not trust: it skips project hooks
+    env = _fake_binary(tmp_path / "bin", "gemini")
+    result = run_cli("run", "demo", "--host", "gemini", env=env)
+    assert result.exit_code == 1
+    (line,) = result.output.splitlines()
+    assert line.startswith(
+        f"agentcfg: error: Gemini CLI will not run the stop hook in {ws}/.gemini/settings.json: "
+        f"{ws} is not a trusted folder: Gemini CLI skips its project hooks; fix: trust the folder"
+    )
+    assert not (tmp_path / "bin" / "gemini.log").exists()  # the host never started
 
 
 def test_a_run_state_the_host_rewrote_ends_the_run_non_zero(ws: Path, tmp_path: Path) -> None:

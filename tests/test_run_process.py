@@ -73,6 +73,7 @@ class Host:
 @pytest.fixture
 def host(ws: Path, tmp_path: Path) -> Iterator[Host]:
     assert run_cli("hooks", "install", "--host", "claude").exit_code == 0
+    assert run_cli("roadmap", "trust", "demo").exit_code == 0  # as a person does before a run
     folder = tmp_path / "bin"
     folder.mkdir()
     env = {
@@ -306,7 +307,6 @@ def test_fresh_per_step_lets_no_session_close_a_second_step(host: Host) -> None:
     """An agent that closes one step and the next in the same breath, before the driver's
     next look at the ledger: the second close is refused (the step is for a new session), so
     no session closes two steps, whatever the driver's poll."""
-    assert run_cli("roadmap", "trust", "demo").exit_code == 0
     host.script(FAST_AGENT)
     proc = host.run("--fresh-per-step", "--max-restarts", "1")
     assert proc.stdout, proc.stderr

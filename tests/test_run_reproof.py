@@ -65,6 +65,8 @@ if "ended" in mode:
     run.pop("seal", None)
     run["ended"] = "complete"
     write(path, run, "runs", key + "-c")
+if "distrust" in mode:  # the person's trust store gone while the run works
+    os.unlink(os.path.join(os.environ["XDG_STATE_HOME"], "agentcfg", "trust.json"))
 if "lease" in mode:
     write(os.path.join(root, "state", "fleet", "c.json"), {{
         "slug": "c", "holder": "me", "step": "9.9", "fence": 1, "ttl": 900,
@@ -150,9 +152,21 @@ def test_a_run_whose_steps_pass_again_ends_complete_with_the_re_proofs_time(ws: 
     assert cli_process(ws, "roadmap", "audit", "c").returncode == 0
 
 
-def test_a_re_proof_no_agent_can_mend_ends_at_once(ws: Path) -> None:
+def test_a_run_on_lines_nobody_trusted_is_refused_before_the_host_starts(ws: Path) -> None:
     env = setup(ws, "tick+ended")
     (ws.parent / "xdg" / "agentcfg" / "trust.json").unlink()
+    ran = cli_process(ws, "run", "c", "--host", "claude", **env)
+    assert ran.returncode == 1
+    assert ran.stderr.strip().splitlines() == [
+        "agentcfg: error: roadmap `c` has 3 verify lines nobody trusted (step 1.1, 1.2, 1.3): "
+        "no agent can close those steps; review and trust them first: agentcfg roadmap trust c"
+    ]
+    assert not (ws.parent / "bin" / "starts.log").exists()  # the host never started
+    assert "run-start" not in events(ws)
+
+
+def test_a_re_proof_no_agent_can_mend_ends_at_once(ws: Path) -> None:
+    env = setup(ws, "tick+ended+distrust")
     ran = cli_process(ws, "run", "c", "--host", "claude", "--json", **env)
     assert ran.returncode == 15, ran.stderr
     result = json.loads(ran.stdout)

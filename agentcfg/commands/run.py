@@ -189,7 +189,7 @@ def run(
             ran = [(r.exit_code, r.duration) for r in taken]
             say(baseline_total(ws.canonical(slug), ran, untrusted), err=as_json)
 
-    if agents is not None:
+    if agents is not None:  # each member warns as it starts: a fleet that cannot start is one line
         options = _passed_on(until, window, max_restarts, max_wait)
         options += ["--fresh-per-step"] if fresh_per_step else []
         code = fleet_run.run_fleet(
@@ -201,6 +201,8 @@ def run(
         shown = lambda line: say(f"[{member}] {line}", err=as_json)  # noqa: E731
         env = fleet.member_env(os.environ, Workspace(Path(fleet_root)).canonical(slug))
         say(f"[{member}] {_store_line(ws.root, ready, extra)}", err=as_json)
+        for line in ready.warnings:
+            say(f"[{member}] agentcfg run: warning: {line}", err=as_json)
         raise SystemExit(
             fleet_run.run_member(
                 ws, Path(fleet_root), slug, host, member, into, coordinate, lease_ttl or TTL,
@@ -210,6 +212,8 @@ def run(
             )
         )  # fmt: skip
     say(_store_line(ws.root, ready, extra), err=as_json)
+    for line in ready.warnings:
+        say(f"agentcfg run: warning: {line}", err=as_json)
     if policy.reserve is not None:
         for name in hosts:
             if not windows.shows(name):

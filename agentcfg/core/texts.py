@@ -3,6 +3,8 @@ the lines told to the person when a run hands back, pauses or halts. Pure."""
 
 from __future__ import annotations
 
+import re
+
 from agentcfg.core.ladder import Caps
 from agentcfg.core.roadmap import DETAIL_LINES, Step, clip
 from agentcfg.core.times import format_duration
@@ -258,11 +260,35 @@ PROBLEM_LIMIT = {
 }
 
 
-def note(event: str, slug: str, open_count: int, caps: Caps, problem: str = "") -> str:
-    """The line the person reads for a ladder event; "" for an event that is not told."""
+# In an unattended run nobody is in the session to tell the agent anything: the line says
+# what the person runs instead.
+_AGAIN = re.compile(
+    r"(?:[Hh]ave the agent claim it again(?: for a fresh run| to go on)?"
+    r"|claim it again(?: to go on)?): `agentcfg sessions claim \{slug\}`"
+)
+_OPTION = re.compile(r"`--(max-iterations|max-tokens|wall-clock) [^`]+` sets")
+_TO_GO_ON = re.compile(
+    r"have the agent claim it again to go on: `agentcfg sessions claim \{slug\}`"
+)
+
+
+def note(
+    event: str, slug: str, open_count: int, caps: Caps, problem: str = "", host: str = ""
+) -> str:
+    """The line the person reads for a ladder event; "" for an event that is not told.
+    `host`: the run is `agentcfg run`'s on that host, and the line names that command."""
     template = NOTES.get(event)
     if template is None:
         return ""
+    if host:
+        again = f"run `agentcfg run {{slug}} --host {host}`"
+        template = _TO_GO_ON.sub(f"{again} to go on", template)
+        template = _OPTION.sub(
+            lambda found: f"ladder.{found[1].replace('-', '_')} in agentcfg.yaml sets", template
+        )
+        template = _AGAIN.sub(
+            lambda found: again[0].upper() + again[1:] if found[0][0] == "H" else again, template
+        )
     return template.format(
         slug=slug,
         open=plural(open_count, "open step"),

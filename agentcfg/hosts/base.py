@@ -96,6 +96,25 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
             stderr), the epoch seconds of the reset it announced (`now` or earlier: a limit
             whose reset it did not tell); None when it did not end on a limit."""
 
+        @property
+        def ALLOW(self) -> str: ...  # how a person lets a headless run's agent run commands
+
+        def asks(
+            self, root: Path, home: Path, env: Mapping[str, str], extra: Sequence[str]
+        ) -> list[str]:
+            """What keeps a headless start (with the person's `extra` arguments) from running
+            the agent's commands, as the host's configuration says before it starts: one line
+            each (approvals nobody is there to give, an allowlist the host will ignore)."""
+
+        def hear(self, line: bytes) -> list[Any]:
+            """What one line of a headless start's stdout tells as it comes (Claude Code's
+            stream-json records, `hosts/stream.py`); [] for a host that prints none."""
+
+        def refusals(self, stdout: str, stderr: str) -> Refused:
+            """What a headless start's output tells of the agent's tool calls the host refused
+            for lack of permission, the last ones that failed, and what the host said of its
+            own settings."""
+
         def store_reach(
             self, root: Path, home: Path, env: Mapping[str, str], store: Path, extra: Sequence[str]
         ) -> Reach:
@@ -133,6 +152,18 @@ class Reach(Record):
 
 
 OPEN = Reach(False)
+
+
+class Refused(Record):
+    """A headless start's refused tool calls (commands, one per refusal), its last failed ones,
+    and the host's own words about settings it ignored."""
+
+    denied: tuple[str, ...] = ()
+    failed: tuple[str, ...] = ()
+    ignored: tuple[str, ...] = ()
+
+
+NOTHING_REFUSED = Refused()
 
 
 def inside(path: Path, roots: Iterable[Path]) -> bool:

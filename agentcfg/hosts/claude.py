@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from agentcfg.hosts.base import Finding, Plugin, Probe, Reach, StopEvent
+    from agentcfg.hosts.base import Finding, Plugin, Probe, Reach, Refused, StopEvent
     from agentcfg.transcript import Segment, Spent, Usage
 
 NAME = "claude"
@@ -211,7 +211,98 @@ NAMES_SESSION = True  # `--session-id <uuid>` names a new session; `--resume <id
 runner = defaults.runner
 
 
-headless = defaults.print_headless
+def headless(prompt: str, session: str | None, resume: bool, extra: Sequence[str]) -> list[str]:
+    """`-p` as `defaults.print_headless`, printing stream-json (what `refusals` and the usage
+    windows are read from) unless the person chose an output format of their own."""
+    from agentcfg.hosts.stream import STREAM_ARGS
+
+    own = defaults.given(extra, "--output-format") is not None
+    return [*defaults.print_headless(prompt, session, resume, extra), *(() if own else STREAM_ARGS)]
+
+
+ALLOW = "pass `-- --allowedTools Bash` to `agentcfg run`, or allow Bash in .claude/settings.json"
+_ALLOWING = ("--allowedTools", "--allowed-tools")
+_BYPASS_MODES = ("bypassPermissions",)
+
+
+def asks(root: Path, home: Path, env: Mapping[str, str], extra: Sequence[str]) -> list[str]:
+    """Claude Code headless refuses every command no allowlist names (nobody is there to
+    approve it): the person's `--allowedTools`, a bypass, or `permissions.allow` in the
+    user's settings, or in the project's once the folder is trusted (a new clone never is:
+    its allowlist is ignored)."""
+    from agentcfg.hosts.base import read_json_file
+
+    if any(word.partition("=")[0] in (*_ALLOWING, *BYPASS[:1]) for word in extra):
+        return []
+    if defaults.given(extra, "--permission-mode") in _BYPASS_MODES:
+        return []
+    project = [root / ".claude" / "settings.json", root / ".claude" / "settings.local.json"]
+    trusted = _trusted(root, home)
+    allowing, ignored = False, []
+    for path in [home / ".claude" / "settings.json", *project]:
+        permissions = (read_json_file(path) or {}).get("permissions")
+        if not isinstance(permissions, dict):
+            continue
+        listed = permissions.get("allow")
+        bash = isinstance(listed, list) and any(
+            isinstance(rule, str) and rule.startswith("Bash") for rule in listed
+        )
+        bypass = permissions.get("defaultMode") in _BYPASS_MODES
+        if (bash or bypass) and path in project and not trusted:
+            ignored.append(path.relative_to(root).as_posix())
+        elif bash or bypass:
+            allowing = True
+    if allowing:
+        return []
+    told = (
+        [
+            f"{TITLE} will ignore the allowlist in {', '.join(ignored)}: this folder is not trusted "
+            f"(a new clone never is); trust it headless with "
+            f'projects["{root}"].hasTrustDialogAccepted: true in {home / ".claude.json"}, or '
+            "pass `-- --allowedTools Bash`"
+        ]
+        if ignored
+        else []
+    )
+    return told or [
+        f"{TITLE} headless asks approval for each command the agent runs and nobody is there "
+        f"to give it: {ALLOW}"
+    ]
+
+
+def _trusted(root: Path, home: Path) -> bool:
+    """The person accepted Claude Code's trust dialog for this folder or one above it."""
+    from agentcfg.hosts.base import read_json_file
+
+    projects = (read_json_file(home / ".claude.json") or {}).get("projects")
+    if not isinstance(projects, dict):
+        return False
+    folder = root.resolve()
+    for candidate in (folder, *folder.parents):
+        entry = projects.get(str(candidate))
+        if isinstance(entry, dict) and entry.get("hasTrustDialogAccepted") is True:
+            return True
+    return False
+
+
+def hear(line: bytes) -> list[Any]:
+    """Each stream-json line as it comes: tool calls, refusals, tokens, usage windows."""
+    from agentcfg.hosts.stream import parse_line
+
+    return list(parse_line(line)) if line.startswith(b"{") else []
+
+
+def refusals(stdout: str, stderr: str) -> Refused:
+    """The stream-json's refused and failed tool calls, and the line in which Claude Code
+    says it ignored the project's allowlist in a folder nobody trusted."""
+    import re
+
+    from agentcfg.hosts.base import Refused
+    from agentcfg.hosts.stream import outcome, parse
+
+    found = outcome(parse(stdout))
+    ignored = re.findall(r"^Ignoring \d+ permissions\.allow entr[^\n:]*:[^\n.]*", stderr, re.M)
+    return Refused(found.denied, found.failed, tuple(dict.fromkeys(ignored)))
 
 
 def limit_reset(output: str, now: float) -> float | None:

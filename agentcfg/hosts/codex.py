@@ -362,6 +362,34 @@ NAMES_SESSION = False  # `codex exec` picks its own thread id: the claim waits f
 runner = defaults.runner
 
 
+ALLOW = (
+    'pass `-- --full-auto` to `agentcfg run`, or set sandbox_mode = "workspace-write" and '
+    'approval_policy = "never" in config.toml'
+)
+
+
+def asks(root: Path, home: Path, env: Mapping[str, str], extra: Sequence[str]) -> list[str]:
+    """`codex exec` runs in a read-only sandbox unless told otherwise: the agent's `roadmap
+    done` cannot write the workspace's state there."""
+    from agentcfg.hosts.base import HostFileError
+
+    mode, _how = _mode(extra)
+    if mode is None:
+        try:
+            _text, config = _read_toml(_trust_file(home, env))
+        except HostFileError:
+            config = {}
+        found = config.get("sandbox_mode")
+        mode = found if isinstance(found, str) else None
+    if mode not in (None, "read-only"):
+        return []
+    return [f"{TITLE}'s sandbox is read-only here: the agent cannot write the workspace; {ALLOW}"]
+
+
+refusals = defaults.refusals
+hear = defaults.hear
+
+
 def headless(
     prompt: str, session: str | None, resume: bool, extra: Sequence[str]
 ) -> list[str] | None:

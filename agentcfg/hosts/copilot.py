@@ -13,7 +13,7 @@ from agentcfg.hosts import defaults
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
     from pathlib import Path
     from typing import Any
 
@@ -188,6 +188,23 @@ runner = defaults.runner
 
 
 headless = defaults.print_headless
+
+
+ALLOW = "pass `-- --allow-all-tools` to `agentcfg run` (or `--allow-tool 'shell'`)"
+
+
+def asks(root: Path, home: Path, env: Mapping[str, str], extra: Sequence[str]) -> list[str]:
+    """`copilot -p` runs no tool nobody allowed: `--allow-all-tools`, `--allow-tool`, or
+    COPILOT_ALLOW_ALL in its environment."""
+    if any(w.partition("=")[0] in ("--allow-all-tools", "--allow-tool") for w in extra):
+        return []
+    if env.get("COPILOT_ALLOW_ALL", "").lower() in ("1", "true"):
+        return []
+    return [f"{TITLE} headless runs no tool nobody allowed: {ALLOW}"]
+
+
+refusals = defaults.refusals
+hear = defaults.hear
 
 
 def limit_reset(output: str, now: float) -> float | None:

@@ -147,6 +147,10 @@ NAMES_SESSION = False
 runner = defaults.runner
 headless = defaults.headless
 limit_reset = defaults.limit_reset
+ALLOW = defaults.ALLOW
+asks = defaults.asks
+refusals = defaults.refusals
+hear = defaults.hear
 
 
 store_reach = defaults.store_reach  # no sandbox of its own that agentcfg reads

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from agentcfg.hosts.base import Answer, Finding, Plugin, Probe, Reach, TrustEdit
+    from agentcfg.hosts.base import Answer, Finding, Plugin, Probe, Reach, Refused, TrustEdit
     from agentcfg.run.runners import Runner
     from agentcfg.transcript import Spent
 
@@ -182,3 +182,32 @@ def store_reach(
     from agentcfg.hosts.base import OPEN
 
     return OPEN  # no sandbox of this host that keeps the agent out is known to us
+
+
+ALLOW = "allow the agent's shell commands in the host's own settings"
+
+
+def asks(root: Path, home: Path, env: Mapping[str, str], extra: Sequence[str]) -> list[str]:
+    return []  # nothing known to us keeps this host's headless start from running commands
+
+
+def hear(line: bytes) -> list[Any]:
+    return []  # nothing this host prints is read as it comes
+
+
+def refusals(stdout: str, stderr: str) -> Refused:
+    from agentcfg.hosts.base import NOTHING_REFUSED
+
+    return NOTHING_REFUSED  # nothing this host prints tells us of refused tool calls
+
+
+def given(extra: Sequence[str], *flags: str) -> str | None:
+    """The value the person's arguments give one of `flags` (`--flag value` or `--flag=value`),
+    the last one winning; "" for a flag given with no value after it; None when none is given."""
+    found = None
+    for index, word in enumerate(extra):
+        name, equals, value = word.partition("=")
+        if name in flags:
+            following = extra[index + 1] if index + 1 < len(extra) else ""
+            found = value if equals else following
+    return found

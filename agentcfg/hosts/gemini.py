@@ -292,6 +292,21 @@ runner = defaults.runner
 headless = defaults.print_headless
 
 
+ALLOW = "pass `-- --approval-mode yolo` to `agentcfg run`"
+
+
+def asks(root: Path, home: Path, env: Mapping[str, str], extra: Sequence[str]) -> list[str]:
+    """Headless, the shell tool needs an approval nobody is there to give unless the person's
+    arguments set `--approval-mode yolo` (or `--yolo`)."""
+    if "--yolo" in extra or "-y" in extra or defaults.given(extra, "--approval-mode") == "yolo":
+        return []
+    return [f"{TITLE} headless asks approval for the agent's shell commands: {ALLOW}"]
+
+
+refusals = defaults.refusals
+hear = defaults.hear
+
+
 def limit_reset(output: str, now: float) -> float | None:
     """The reset Gemini CLI announced when it ended on a quota or rate limit, else None.
 

@@ -185,6 +185,13 @@ BINARY = "opencode"
 NAMES_SESSION = False  # OpenCode names its sessions: the run's server makes each one first
 
 
+# its headless permissions come from opencode.json (`permission.bash`), allowed by default
+ALLOW = 'set `"permission": {"bash": "allow"}` in opencode.json'
+asks = defaults.asks
+refusals = defaults.refusals
+hear = defaults.hear
+
+
 def headless(
     prompt: str, session: str | None, resume: bool, extra: Sequence[str]
 ) -> list[str] | None:

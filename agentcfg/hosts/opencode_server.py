@@ -242,3 +242,6 @@ class Served:
         """From the session's messages as the server keeps them (an attached run exits 0 on a
         limit too): the provider's error on the last reply, never words the model wrote."""
         return self.read_limit(output, now, self.messages(session))
+
+    def hear(self, line: bytes) -> list[Any]:
+        return []  # `run --attach` prints nothing read as it comes

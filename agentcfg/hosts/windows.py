@@ -143,24 +143,3 @@ def with_windows(host: str, extra: Sequence[str]) -> tuple[str, ...]:
     if not needed or needed[0] in extra or any(a.startswith(f"{needed[0]}=") for a in extra):
         return tuple(extra)
     return (*extra, *(a for a in needed if a not in extra))
-
-
-STREAM_TYPES = ("system", "assistant", "user", "result", "rate_limit_event")  # Claude Code's
-
-
-def final_reply(stdout: str) -> str:
-    """The final reply of a start whose output is Claude Code's stream-json (its `result`
-    record's text, empty when it never got one); the output itself when it is not."""
-    reply, stream = "", False
-    for line in stdout.splitlines():
-        if not line.startswith("{"):
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and record.get("type") in STREAM_TYPES:
-            stream = True
-            found = record.get("result") if record["type"] == "result" else None
-            reply = found if isinstance(found, str) else reply
-    return reply if stream else stdout

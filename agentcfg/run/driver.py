@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agentcfg import claims, controls, loading, state
-from agentcfg.contract import finals
+from agentcfg.contract import finals, trust
 from agentcfg.contract.reprove import Reproof, guarded, reprove
 from agentcfg.core import quota
 from agentcfg.core import report as reports
@@ -33,8 +33,9 @@ from agentcfg.core.visible import visible
 from agentcfg.errors import AgentcfgError, ClaimError, StateError
 from agentcfg.fleet.membership import read_membership
 from agentcfg.hosts import registry, windows
-from agentcfg.hosts.base import settings_hook
-from agentcfg.paths import LEDGER_NAME
+from agentcfg.hosts.base import Refused, settings_hook
+from agentcfg.hosts.stream import outcome, reply
+from agentcfg.paths import DRIVERS, LEDGER_NAME, RUN_HOST_ENV
 from agentcfg.run import model as plan
 from agentcfg.run.runners import Plain, Runner, Watchdog, end_group, kill_group
 from agentcfg.workspace import Workspace
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 OUTPUT_KEPT = 256 * 1024  # bytes of each host stream kept for the limit check and the relay
 POLL = 0.25  # seconds between looks at the ledger while the host runs
 READ_LIMIT = 4 * 1024 * 1024  # ledger bytes read per look
+LINE_KEPT = 8 * 1024 * 1024  # bytes of one line of the host's records read; a longer one is cut
 TAIL_WAIT = 2.0  # seconds the host's output may stay open once its group has ended
 
 
@@ -88,6 +90,7 @@ class Result:
     closed: int  # steps closed while the driver ran
     row: dict[str, Any] | None  # the run as `report --json` gives it
     reproof: Reproof | None = None  # the last re-proof the driver ran, if any
+    told: Told | None = None  # what the host refused or failed, and what the person runs next
     failovers: int = 0  # times another listed host took the run over
 
     def to_json(self) -> dict[str, Any]:
@@ -110,7 +113,44 @@ class Result:
                 "seconds": round(self.reproof.seconds, 3),
             },
             "run": self.row,
+            **(self.told or Told()).to_json(),
         }
+
+
+@dataclass(frozen=True)
+class Told:
+    """What an ending tells beyond its numbers: the tool calls the host refused for lack of
+    permission (and how to allow them), its last failed ones, settings the host said it
+    ignored, and the command the person runs next."""
+
+    denied: tuple[str, ...] = ()
+    allow: str = ""
+    failed: tuple[str, ...] = ()
+    ignored: tuple[str, ...] = ()
+    next: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "permissions": None
+            if not self.denied
+            else {"refused": len(self.denied), "example": self.denied[-1], "allow": self.allow},
+            "last_failed": list(self.failed),
+            "ignored_settings": list(self.ignored),
+            "next": self.next,
+        }
+
+    def lines(self, title: str) -> list[str]:
+        """The ending's lines after its numbers, each shown escaped."""
+        found = []
+        if self.denied:
+            found.append(
+                f"permissions: {title} refused {plural(len(self.denied), 'tool call')} of the "
+                f"agent for lack of permission (e.g. `{self.denied[-1]}`); to allow them, "
+                f"{self.allow}"
+            )
+        found += [f"{title} said: {line}" for line in self.ignored]
+        found += [f"last failed: `{command}`" for command in self.failed]
+        return [visible(line) for line in found]
 
 
 @dataclass(frozen=True)
@@ -119,6 +159,7 @@ class Prepared:
     binary: str
     slug: str
     roadmap: Roadmap
+    warnings: tuple[str, ...] = ()  # what will keep the agent's commands from running
     others: tuple[tuple[Host, str], ...] = ()  # each other listed host, with its program
 
 
@@ -149,15 +190,20 @@ def prepare(ws: Workspace, request: Request, env: Mapping[str, str], home: Path)
             f"`agentcfg resume {slug}` first"
         )
     for each in (host, *(other for other, _ in others)):
-        if (
-            settings_hook(each, ws.root, home, env) is None
-            and each.plugin(ws.root, home, env) is None
-        ):
+        hooked = settings_hook(each, ws.root, home, env)
+        if hooked is None and each.plugin(ws.root, home, env) is None:
             raise AgentcfgError(
                 f"the stop hook is not installed for {each.TITLE}: run "
                 f"`agentcfg hooks install --host {each.NAME}` first"
             )
-    return Prepared(host, binary, slug, roadmap, others)
+        if hooked is not None:
+            refuse_unread(each, hooked, ws.root, home, env)
+    refuse_untrusted(ws, slug, roadmap, env)
+    warnings = host.asks(ws.root, home, env, request.extra)
+    extras = request.others_args or [()] * len(others)
+    for (other, _binary), args in zip(others, extras, strict=True):
+        warnings = [*warnings, *other.asks(ws.root, home, env, args)]
+    return Prepared(host, binary, slug, roadmap, tuple(warnings), others)
 
 
 def _runnable(name: str, env: Mapping[str, str]) -> tuple[Host, str]:
@@ -176,6 +222,37 @@ def _runnable(name: str, env: Mapping[str, str]) -> tuple[Host, str]:
             f"cannot find {host.TITLE}'s program `{host.BINARY}` on PATH: install it first"
         )
     return host, binary
+
+
+def refuse_unread(host: Host, path: Path, root: Path, home: Path, env: Mapping[str, str]) -> None:
+    """AgentcfgError when the host will not run the stop hook `path` holds (hooks switched
+    off, a folder or a hook the host does not trust): the run would go on with nobody to
+    carry it, as `doctor` would say."""
+    for finding in host.checks(path, root, home, env):
+        if finding.level == "error":
+            raise AgentcfgError(
+                f"{host.TITLE} will not run the stop hook in {path}: {finding.message}"
+                + (f"; fix: {finding.fix}" if finding.fix else "")
+            )
+
+
+def refuse_untrusted(ws: Workspace, slug: str, roadmap: Roadmap, env: Mapping[str, str]) -> None:
+    """AgentcfgError when an open step's verify line is one no person trusted as it reads: the
+    agent could never close that step, and the run would only stall."""
+    known = trust.trusted_lines(ws, slug, env)
+    untrusted = [
+        s.id
+        for s in roadmap.steps
+        if s.is_open and s.verify and known.get(s.id) != trust.digest(s.verify)
+    ]
+    if untrusted:
+        shown = ", ".join(untrusted[:5]) + (", ..." if len(untrusted) > 5 else "")
+        which = "that step" if len(untrusted) == 1 else "those steps"
+        raise AgentcfgError(
+            f"roadmap `{slug}` has {plural(len(untrusted), 'verify line')} nobody trusted "
+            f"(step {shown}): no agent can close {which}; review and trust them first: "
+            f"agentcfg roadmap trust {slug}"
+        )
 
 
 def _drivable(host: Host) -> bool:
@@ -217,6 +294,7 @@ class _Ran:
     events: list[dict[str, Any]] = field(default_factory=list)  # ledger events while it ran
     moved_on: bool = False  # ended by the driver when the hook moved it on to the next step
     deadline: bool = False  # ended by the driver at --until
+    heard: list[Any] = field(default_factory=list)  # the host's records, as `Host.hear` reads them
     readings: list[quota.Reading] = field(default_factory=list)  # usage windows it showed
     reserved: bool = False  # ended by the driver at a turn end: a window reached the reserve
 
@@ -262,6 +340,10 @@ class _Driver:
         self.progress = plan.Progress()
         self.current = _Session(driver=secrets.token_hex(6))
         self.reproof: Reproof | None = None  # the last re-proof this process ran
+        self.denied: list[str] = []  # every tool call the host refused in the run
+        self.failed: tuple[str, ...] = ()  # the last failed ones
+        self.ignored: dict[str, None] = {}  # the host's words on settings it ignored
+        self.env = {**env, RUN_HOST_ENV: request.host}  # the hook tells endings as this run's
         listed = [(ready.host, ready.binary, request.extra)]
         listed += [
             (host, binary, args)
@@ -302,9 +384,8 @@ class _Driver:
 
     def _drive(self) -> Result:
         slug, policy, clock = self.slug, self.request.policy, self.clock
-        self.current = _claim(
-            self.ws, self.runner, slug, self.request.force, clock.now(), self.current
-        )
+        force = self.request.force or _take_back(self.ws, slug, clock.now(), self.say)
+        self.current = _claim(self.ws, self.runner, slug, force, clock.now(), self.current)
         action = plan.first(clock.now(), policy)
         ended: plan.Ended | None = None
         ran: _Ran | None = None
@@ -335,6 +416,7 @@ class _Driver:
                 if action.reason == "failover":
                     self.current.carried = carried
                     _carry(self.ws, self.current)
+            _held(self.ws, self.current)
             self.progress = plan.advance(self.progress, action, ended)
             argv = _argv(self.ws, self.runner, self.seat.extra, slug, self.current, action, ran)
             counts = scan(loading.load(self.ws, slug)).counts
@@ -357,6 +439,7 @@ class _Driver:
             )  # fmt: skip
             self.seat.windows = quota.latest(self.seat.windows, ran.readings)
             _adopted(self.ws, self.current, ran.events)
+            self._keep(self.host.refusals(ran.stdout, ran.stderr), ran.heard)
             ending = _ending(self.ws, slug, self.current, ran.events)
             if ending == "complete" or (ending is None and self._nothing_open()):
                 # `complete` is this process's own finding, never a word in a state file
@@ -439,6 +522,14 @@ class _Driver:
             self.seat.windows.values(), policy.reserve, self.clock.now(), policy.quota_margin
         )
 
+    def _keep(self, refused: Refused, heard: list[Any]) -> None:
+        if heard:  # read as they came: whole, however long the output the kept tail cut
+            found = outcome(heard)
+            refused = Refused(found.denied, found.failed, refused.ignored)
+        self.denied += refused.denied
+        self.failed = (*self.failed, *refused.failed)[-3:]
+        self.ignored.update(dict.fromkeys(refused.ignored))
+
     def _nothing_open(self) -> bool:
         """No step the run answers for is open in the roadmap as it is now (a member's: its
         leased step)."""
@@ -482,13 +573,34 @@ class _Driver:
         self.say(plan.ending_text(ending, action.exit_code, slug, closed, row, progress, summary))
         for line in _told(self.ws, self.current, ending):
             self.say(f"  {line}")
-        if ending in NEXT:
-            self.say(f"  next: {NEXT[ending].format(slug=slug)}")
+        told = self._told(ending)
+        for line in told.lines(self.host.TITLE):
+            self.say(f"  {line}")
+        if told.next:
+            self.say(f"  next: {visible(told.next)}")
         if ending == "complete":
             self.say(f"  evidence: {evidence[0]}")
         return Result(
             ending, action.exit_code, slug, self.host.NAME, self.current.session, progress,
-            closed, row, self.reproof, self.failovers,
+            closed, row, self.reproof, told, self.failovers,
+        )  # fmt: skip
+
+    def _told(self, ending: str) -> Told:
+        """What the ending tells: refusals and failures seen, and the person's next command."""
+        stalled = ending in ("halt-stall", "halt-restarts")
+        again = f"agentcfg run {self.slug} --host {self.request.host}"
+        if self.denied:
+            after = f"{again} -- --allowedTools Bash" if self.host.NAME == "claude" else again
+            nxt: str | None = f"allow the agent's commands, then: {after}"
+        elif ending in NEXT:
+            nxt = NEXT[ending].format(slug=self.slug)
+        elif ending in AGAIN:
+            nxt = AGAIN[ending].format(slug=self.slug, again=again)
+        else:
+            nxt = None
+        return Told(
+            tuple(self.denied), self.host.ALLOW, self.failed if stalled else (),
+            tuple(self.ignored), nxt,
         )  # fmt: skip
 
 
@@ -503,6 +615,81 @@ def _claim(
         return _Session(session, named=True, driver=before.driver)
     pending = controls.claim_pending(ws, slug, now=now, force=force)
     return _Session(None, pending.token, driver=before.driver)
+
+
+def _started(pid: int) -> str | None:
+    """When process `pid` started, in the kernel's clock ticks since boot (None: no such
+    process, or no /proc to ask): a pid the system gave to a new process starts later."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    fields = stat.rpartition(b")")[2].split()
+    return fields[19].decode() if len(fields) > 19 else None
+
+
+def _alive(pid: int, started: str | None) -> bool:
+    """The process is still there: the same pid, started at the same moment."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # another user's process holds the pid: not ours, but not proof either way
+    now = _started(pid)
+    return now is None or started is None or now == started
+
+
+def _held(ws: Workspace, current: _Session) -> None:
+    """Record this process as the driver of the session's claim (by its key, once bound)."""
+    name = current.key or current.pending
+    if name is None:
+        return
+    pid = os.getpid()
+    state.write_json(ws.state / DRIVERS / f"{name}.json", {"pid": pid, "started": _started(pid)})
+
+
+def _driver_gone(ws: Workspace, names: list[str]) -> int | None:
+    """The pid of the gone `agentcfg run` that held a claim under one of `names` (its key or
+    its pending name); None when no driver held it, or its driver still runs."""
+    for name in names:
+        data = state.read_json(ws.state / DRIVERS / f"{name}.json")
+        pid = data.get("pid") if data is not None else None
+        if type(pid) is int and pid > 0:
+            started = data.get("started") if data is not None else None
+            return None if _alive(pid, started if isinstance(started, str) else None) else pid
+    return None
+
+
+def _take_back(ws: Workspace, slug: str, now: float, say: Callable[[str], None]) -> bool:
+    """Whether every live claim on `slug` is held for a driver that is gone (an `agentcfg run`
+    that halted, was stopped or was killed): then the person's own run takes it back without
+    --force. A claim a live driver, or an agent's own session, holds still needs --force."""
+    held = [
+        c
+        for c in claims.all_claims(ws)
+        if c.slug == slug and now - c.claimed_at < claims.PEER_WINDOW
+    ]
+    gone = [(c, _driver_gone(ws, [c.key, *_pending_names(ws, c.key)])) for c in held]
+    if not held or any(pid is None for _c, pid in gone):
+        return False
+    for found, pid in gone:
+        say(
+            f"agentcfg run: taking back roadmap `{slug}` from session {visible(found.session_id)}: "
+            f"the `agentcfg run` that held it (pid {pid}) is gone"
+        )
+    return True
+
+
+def _pending_names(ws: Workspace, key: str) -> list[str]:
+    """The pending names a claim was bound from (a host that names its own sessions)."""
+    found = []
+    for line in state.ledger_lines(ws.state):
+        if b'"claimed"' in line and key.encode() in line:
+            event = _load(line)
+            if event.get("run") == key and isinstance(event.get("pending"), str):
+                found.append(event["pending"])
+    return found
 
 
 def _prompt(ws: Workspace, slug: str, current: _Session) -> str:
@@ -548,7 +735,7 @@ def _argv(
             action.reason,
             _status(loading.load(ws, slug)),
             _receipts(ws, slug),
-            windows.final_reply(ran.stdout) if ran else "",
+            reply(ran.stdout) if ran else "",
             prompt,
         )
     args = runner.argv(prompt, current.session if current.named else None, False, extra)
@@ -618,7 +805,7 @@ def _run(
     try:  # from the start: a Ctrl-C at any point ends what was started
         watchdog = Watchdog(proc.pid)
         shown = None if reserve is None or reserve.locate else reserve.seen
-        streams = [_Tail(proc.stdout, shown), _Tail(proc.stderr)]
+        streams = [_Tail(proc.stdout, runner.hear, shown), _Tail(proc.stderr)]
         cap = _cap(ws, current)
         while True:
             exited = proc.poll() is not None
@@ -656,7 +843,7 @@ def _run(
     code = proc.returncode
     return _Ran(
         code if code >= 0 else None, streams[0].text(), streams[1].text(), events, moved_on,
-        deadline, [] if reserve is None else list(reserve.readings),
+        deadline, streams[0].heard, [] if reserve is None else list(reserve.readings),
         reserve is not None and reserve.asked,
     )  # fmt: skip
 
@@ -748,28 +935,41 @@ def _moved_on(events: list[dict[str, Any]], current: _Session) -> bool:
 
 
 class _Tail(threading.Thread):
-    """Reads one stream of the host to its end, keeping its last OUTPUT_KEPT bytes."""
+    """Reads one stream of the host to its end, keeping its last OUTPUT_KEPT bytes; with a
+    `hear`, each whole line as it comes goes through it into `heard` (the host's records,
+    whatever the length of the output)."""
 
-    def __init__(self, stream: Any, shown: Callable[[bytes], None] | None = None) -> None:
+    def __init__(
+        self,
+        stream: Any,
+        hear: Callable[[bytes], list[Any]] | None = None,
+        shown: Callable[[bytes], None] | None = None,
+    ) -> None:
         super().__init__(daemon=True)
-        self.stream, self.kept, self.shown = stream, b"", shown
+        self.stream, self.kept, self.hear, self.shown = stream, b"", hear, shown
+        self.heard: list[Any] = []
         self.start()
 
     def run(self) -> None:
-        line, whole = b"", True  # the line so far; False: longer than a record we read
+        line = b""
+        lines = self.hear is not None or self.shown is not None
         while chunk := self.stream.read1(65536):
             self.kept = (self.kept + chunk)[-OUTPUT_KEPT:]
-            if self.shown is None:
-                continue
-            *ended, rest = (line + chunk).split(b"\n")
-            for each in ended:
-                if whole:
-                    self.shown(each)
-                whole = True
-            line = rest
-            if len(line) > windows.LINE_LIMIT:
-                line, whole = b"", False
+            if lines:
+                line += chunk
+                *whole, line = line.split(b"\n")
+                for each in whole:
+                    self._line(each)
+                line = line[-LINE_KEPT:] if len(line) > LINE_KEPT else line
+        if lines and line:
+            self._line(line)
         self.stream.close()
+
+    def _line(self, line: bytes) -> None:
+        if self.hear is not None:
+            self.heard += self.hear(line)
+        if self.shown is not None:  # the usage windows the line shows, for the reserve
+            self.shown(line)
 
     def text(self) -> str:
         return self.kept.decode("utf-8", "replace")
@@ -945,6 +1145,20 @@ NEXT = {
     "halt-check-changed": "undo the change, or review the checks: agentcfg roadmap trust {slug}",
     "halt-state-tampered": "see which record failed its seal: agentcfg roadmap audit {slug}",
     "halt-unproven": "see what the re-proof failed: agentcfg roadmap audit {slug}",
+}
+# what the person runs to carry on after an ending with work left: the run takes its claim back
+AGAIN = {
+    "halt-stall": "see what stalls it (agentcfg roadmap next {slug}), then: {again}",
+    "halt-restarts": "see why the host kept ending (agentcfg report), then: {again}",
+    "halt-max-iterations": "{again} (a larger cap: ladder.max_iterations in agentcfg.yaml)",
+    "halt-token-budget": "{again} (a larger budget: ladder.max_tokens in agentcfg.yaml)",
+    "halt-wall-clock": "{again} (a longer one: ladder.wall_clock in agentcfg.yaml)",
+    "halt-until": "{again}",
+    "halt-state-unreadable": "{again}",
+    "halt-roadmap-absent": "restore roadmaps/{slug}.md, then: {again}",
+    "stopped": "agentcfg resume {slug}, then: {again}",
+    "interrupted": "{again}",
+    "paused": "{again}",
 }
 
 

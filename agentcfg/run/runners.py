@@ -49,6 +49,9 @@ class Runner(Protocol):
         """The host's `limit_reset` for the start that ended with `output` and exit status
         `code` (None: a signal ended it)."""
 
+    def hear(self, line: bytes) -> list[Any]:
+        """The host's `hear`: what one line of a start's stdout tells, as it comes."""
+
 
 class Headless(Protocol):
     """What `Plain` uses of a host module (`hosts.base.Host` has it all)."""
@@ -61,6 +64,8 @@ class Headless(Protocol):
     ) -> list[str] | None: ...
 
     def limit_reset(self, output: str, now: float) -> float | None: ...
+
+    def hear(self, line: bytes) -> list[Any]: ...
 
 
 class Plain:
@@ -96,6 +101,9 @@ class Plain:
         """Only a start that failed ended on a limit: a host that exits 0 printed the model's
         reply, and a limit line in it is the model's words (it could make the run wait)."""
         return None if code == 0 else self.host.limit_reset(output, now)
+
+    def hear(self, line: bytes) -> list[Any]:
+        return self.host.hear(line)
 
 
 def end_group(proc: subprocess.Popen[Any]) -> None:

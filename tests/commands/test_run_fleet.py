@@ -27,6 +27,8 @@ def git(root: Path, *args: str) -> str:
 def ready(ws: Path, tmp_path: Path) -> dict[str, str]:
     """The workspace with the hook installed and a `claude` program that only logs its start."""
     assert run_cli("hooks", "install", "--host", "claude", "--scope", "user").exit_code == 0
+    if (ws / "roadmaps" / "demo.md").exists():  # its verify lines, as a person trusts them
+        assert run_cli("roadmap", "trust", "demo").exit_code == 0
     folder = tmp_path / "bin"
     folder.mkdir()
     program = folder / "claude"

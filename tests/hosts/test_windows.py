@@ -141,18 +141,3 @@ def test_claude_code_and_codex_show_their_windows_and_claudes_start_asks_for_the
     )  # fmt: skip
     assert windows.with_windows("claude", ("--output-format=text",)) == ("--output-format=text",)
     assert windows.with_windows("gemini", ("-y",)) == ("-y",)
-
-
-def test_the_final_reply_of_a_stream_json_start_is_its_result_text() -> None:
-    stream = "\n".join(
-        [
-            json.dumps({"type": "system", "subtype": "init"}),
-            SHOWN,
-            json.dumps({"type": "result", "result": "Closed 1.1.\nNext: 1.2.", "is_error": False}),
-        ]
-    )
-    assert windows.final_reply(stream) == "Closed 1.1.\nNext: 1.2."
-    assert windows.final_reply(stream.rsplit("\n", 1)[0]) == ""  # ended before its result
-    assert windows.final_reply("Plain words.\n{not json") == "Plain words.\n{not json"
-    other = '{"type": "thread.started", "thread_id": "t"}\n{"type": "turn.completed"}'
-    assert windows.final_reply(other) == other  # another host's JSON lines stay as they were

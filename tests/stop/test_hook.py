@@ -159,6 +159,26 @@ def test_a_run_that_never_progresses_halts_on_stall_after_three_engagements(ws: 
     assert json.loads(run_file(ws, host.session_id).read_text())["halted"] == "halt-stall"
 
 
+@pytest.mark.parametrize(("host", "told"), [("claude", True), ("x; rm -rf /", False)])
+def test_a_halt_in_an_unattended_run_names_the_command_to_run_next(
+    ws: Path, host: str, told: bool
+) -> None:
+    """`agentcfg run` names its host in the host's environment: nobody is in the session to
+    have the agent claim again, so the person's line names the run to start instead (a value
+    that is not a host's name is not shown)."""
+    host_sim = started(ws, env={"AGENTCFG_RUN_HOST": host})
+    for n in range(4):
+        host_sim.reply(f"Still thinking, attempt {n}.")
+        last = host_sim.fire()
+    assert events(ws)[-1] == "halt-stall"
+    note = json.loads(last.stdout)["systemMessage"]
+    if told:
+        assert "then run `agentcfg run demo --host claude` to go on." in note
+        assert "have the agent" not in note
+    else:
+        assert "have the agent claim it again to go on: `agentcfg sessions claim demo`" in note
+
+
 def test_max_iterations_of_the_claim(ws: Path) -> None:
     host = started(ws, "--max-iterations", "2")
     codes, texts = [], []

@@ -24,7 +24,7 @@ from agentcfg.core.texts import (
     stopped,
 )
 from agentcfg.errors import StateError
-from agentcfg.paths import CHECKS, FINALS
+from agentcfg.paths import CHECKS, FINALS, RUN_HOST_ENV
 from agentcfg.stop.context import HookContext
 from agentcfg.stop.dispatch import ALLOW, Verdict
 
@@ -195,7 +195,9 @@ class RunContinuation:
         judged = ctx.judgement
         open_count = len(judged.open_ids) if judged else ctx.scan.counts.open if ctx.scan else 0
         problem = "; ".join(changes) if changes else record or ctx.problem or ""
-        line = note(event, claim.slug, open_count, ctx.caps, problem)
+        host = ctx.env.get(RUN_HOST_ENV, "")  # set by `agentcfg run`: nobody is in the session
+        shown = host if host.isascii() and host.isalpha() else ""
+        line = note(event, claim.slug, open_count, ctx.caps, problem, shown)
         return Verdict("allow", line, self.name)
 
     @staticmethod
