@@ -68,6 +68,9 @@ class Config(Record):
     reply_wait: float = REPLY_WAIT  # ledger.reply_wait, AGENTCFG_REPLY_WAIT
     guard: tuple[str, ...] = ()  # contract.guard: globs of files every check depends on
     require: str = ""  # contract.require: the evidence a receipt must have to close a step
+    reserve: float | None = None  # run.reserve: percent of each usage window `run` leaves alone
+    reserve_margin: float | None = None  # run.reserve_margin: waited past a window's reset
+    host_args: tuple[tuple[str, tuple[str, ...]], ...] = ()  # run.args.<host>: its arguments
 
 
 def load_config(ws: Workspace, env: Mapping[str, str]) -> Config:
@@ -207,7 +210,11 @@ def validate(data: Mapping[str, Any], env: Mapping[str, str], problems: list[str
     chain = _chain(data.get("chain"), problems, base.chain)
     notify = _notify(_section(data, "notify", problems), problems)
     guard, require = _contract(_section(data, "contract", problems), problems)
-    known = ("mode", "ladder", "chain", "turn_end_gate", "verify", "notify", "ledger", "contract")
+    run = _section(data, "run", problems)
+    reserve, margin, host_args = _run(run, problems)
+    known = (
+        "mode", "ladder", "chain", "turn_end_gate", "verify", "notify", "ledger", "contract", "run"
+    )  # fmt: skip
     for name in data:
         if name not in known:
             problems.append(f"{name}: unknown setting")
@@ -229,6 +236,9 @@ def validate(data: Mapping[str, Any], env: Mapping[str, str], problems: list[str
         reply_wait=reply_wait,
         guard=guard,
         require=require,
+        reserve=reserve,
+        reserve_margin=margin,
+        host_args=host_args,
     )
 
 
@@ -250,6 +260,57 @@ def _contract(section: Mapping[str, Any], problems: list[str]) -> tuple[tuple[st
         if name not in ("guard", "require"):
             problems.append(f"contract.{name}: unknown setting")
     return tuple(globs), str(require)
+
+
+def reserve_percent(raw: object) -> float | None:
+    """A share of a usage window in percent, 0 to 100: `30`, `30.5` or `30%`; else None."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, str):
+        text = raw.strip().removesuffix("%").strip()
+        try:
+            raw = float(text) if text.replace(".", "", 1).isdigit() else None
+        except ValueError:
+            return None
+    if not isinstance(raw, (int, float)) or not 0 <= raw <= 100:
+        return None
+    return float(raw)
+
+
+def _run(
+    section: Mapping[str, Any], problems: list[str]
+) -> tuple[float | None, float | None, tuple[tuple[str, tuple[str, ...]], ...]]:
+    """run.reserve (a percent), run.reserve_margin (a duration) and run.args (each host's
+    arguments, a list of words)."""
+    reserve = None
+    if section.get("reserve") is not None:
+        reserve = reserve_percent(section["reserve"])
+        if reserve is None:
+            problems.append(
+                f"run.reserve: invalid value {section['reserve']!r}; a percent from 0 to 100"
+            )
+    margin = None
+    if section.get("reserve_margin") is not None:
+        margin = parse_duration(section["reserve_margin"])
+        if margin is None:
+            problems.append(
+                f"run.reserve_margin: invalid value {section['reserve_margin']!r}; "
+                "a duration like 2m"
+            )
+    raw = section.get("args", {})
+    args: list[tuple[str, tuple[str, ...]]] = []
+    if not isinstance(raw, dict):
+        problems.append("run.args: expected a mapping of host names to lists of arguments")
+        raw = {}
+    for host, words in raw.items():
+        if isinstance(words, list) and all(isinstance(w, str) for w in words):
+            args.append((str(host), tuple(words)))
+        else:
+            problems.append(f"run.args.{host}: expected a list of arguments, not {words!r}")
+    for name in section:
+        if name not in ("reserve", "reserve_margin", "args"):
+            problems.append(f"run.{name}: unknown setting")
+    return reserve, margin, tuple(args)
 
 
 def _reply_wait(value: object) -> float | None:

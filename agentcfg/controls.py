@@ -13,7 +13,7 @@ from agentcfg import claims, state
 from agentcfg.core.records import Record
 from agentcfg.core.times import iso, parse_iso
 from agentcfg.errors import ClaimError, RoadmapError, StateError
-from agentcfg.paths import STOPS
+from agentcfg.paths import STOPS, YIELDS
 from agentcfg.workspace import Workspace
 
 TYPE_CHECKING = False
@@ -73,6 +73,33 @@ def canonical(ws: Workspace, slug: str) -> str:
 
 def stop_path(ws: Workspace, slug: str) -> Path:
     return ws.state / STOPS / f"{slug}.json"
+
+
+def yield_path(ws: Workspace, key: str) -> Path:
+    return ws.state / YIELDS / f"{key}.json"
+
+
+def ask_yield(ws: Workspace, key: str, reason: str, now: float) -> None:
+    """`agentcfg run` asks the run `key` to let its next turn end through (the host then ends
+    its start by itself): a usage window reached the person's reserve."""
+    state.write_json(yield_path(ws, key), {"reason": reason, "asked_at": iso(now)})
+
+
+def read_yield(ws: Workspace, key: str) -> str | None:
+    """Why the driver asked the run to end its turn; None when it did not. Whatever stands at
+    the path asks (an odd file reads as `?`): only the driver's start is ended by it."""
+    path = yield_path(ws, key)
+    try:
+        os.lstat(path)
+    except OSError:
+        return None
+    reason = (state.read_json(path) or {}).get("reason")
+    return _shown(reason) if isinstance(reason, str) else "?"
+
+
+def drop_yield(ws: Workspace, key: str) -> None:
+    with contextlib.suppress(OSError):
+        state.remove(yield_path(ws, key))
 
 
 def read_stop(ws: Workspace, slug: str) -> Stop | None:

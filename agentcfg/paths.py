@@ -24,6 +24,7 @@ CLAIMS = "claims"  # state/claims/<session key>.json: a session's claim on a roa
 PENDING = "pending"  # state/pending/<token>.json: a claim waiting for the session that shows it
 RUNS = "runs"  # state/runs/<session key>-<slug>.json: a run's counters
 STOPS = "stops"  # state/stops/<slug>.json: a person's stop on a roadmap
+YIELDS = "yields"  # state/yields/<run>.json: `agentcfg run` asks a run to end its turn
 REFUSALS = "refusals"  # state/refusals/<session key>.json: the turn-end gate's refusals
 MARKS = "marks"  # state/marks/<session key>-<slug>.json: the open steps the last fire saw
 PROOFS = "proofs"  # state/proofs/<slug>.json: verify lines that passed

@@ -135,6 +135,10 @@ def render(data: dict[str, Any]) -> str:
         if told:
             out.append("")
             out += (f"{row['run'][:8]:<9} {row['said']}" for row in told)
+        paused = [(row, reports.pause_lines(row)) for row in data["rows"]]
+        if any(lines for _row, lines in paused):
+            out.append("")
+            out += (f"{row['run'][:8]:<9} {line}" for row, lines in paused for line in lines)
     per = data["steps_closed_per_engagement"]
     out += [
         "",

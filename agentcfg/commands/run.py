@@ -12,13 +12,16 @@ import click
 
 from agentcfg.agents import agent_session, require_person
 from agentcfg.commands import COUNT, DURATION, clock, emit_json, json_option, say, workspace
+from agentcfg.config import load_config, reserve_percent
 from agentcfg.contract import verify
 from agentcfg.core.evidence import baseline_line, baseline_total
+from agentcfg.core.quota import QUOTA_MARGIN
 from agentcfg.core.texts import store_reach
 from agentcfg.errors import AgentcfgError
 from agentcfg.fleet import drive as fleet_run
 from agentcfg.fleet import steps as fleet
 from agentcfg.fleet.leases import TTL, check_ttl
+from agentcfg.hosts import windows
 from agentcfg.paths import user_state
 from agentcfg.run import driver
 from agentcfg.run import model as unattended
@@ -37,11 +40,21 @@ def _passed_on(
 
 
 _HOSTS = " or ".join(", ".join(driver.runnable_hosts()).rsplit(", ", 1))
+_NO_WINDOWS = " and ".join(
+    ", ".join(h for h in driver.runnable_hosts() if not windows.shows(h)).rsplit(", ", 1)
+)
 
 
 @click.command("run", context_settings={"ignore_unknown_options": False})
 @click.argument("slug")
-@click.option("--host", "host", required=True, metavar="HOST", help=f"The host to run: {_HOSTS}.")
+@click.option(
+    "--host",
+    "host",
+    required=True,
+    metavar="HOST",
+    help=f"The host to run: {_HOSTS}. A list (claude,codex): while one is paused at its usage "
+    "limit or the reserve, the next that is not carries the run on.",
+)
 @click.option("--until", "until", help="Stop by then: HH:MM, an ISO-8601 time, or a duration (8h).")
 @click.option("--window", "window", help="Work only in these hours (local time), e.g. 22:00-06:00.")
 @click.option(
@@ -53,6 +66,13 @@ _HOSTS = " or ".join(", ".join(driver.runnable_hosts()).rsplit(", ", 1))
     "--max-wait",
     type=DURATION,
     help="The longest single wait (usage limit, backoff) before looking again  [default: 5h].",
+)
+@click.option(
+    "--reserve",
+    metavar="PCT",
+    help="Keep PCT % of each usage window for yourself: at a turn end once a window is "
+    "100-PCT % used, pause until its reset (run.reserve in agentcfg.yaml). Claude Code "
+    f"(signed in with a subscription) and Codex show their windows; {_NO_WINDOWS} show none.",
 )
 @click.option(
     "--fresh-per-step",
@@ -99,6 +119,7 @@ def run(
     window: str | None,
     max_restarts: int | None,
     max_wait: float | None,
+    reserve: str | None,
     fresh_per_step: bool,
     force: bool,
     rollback_on_halt: bool,
@@ -128,16 +149,30 @@ def run(
             raise AgentcfgError(
                 f"--until {until!r} is not HH:MM, an ISO-8601 time or a duration like 8h"
             )
+    hosts = [name.strip() for name in host.split(",")]
+    if not all(hosts):
+        raise AgentcfgError(f"--host {host!r} is not a host or a list of hosts like claude,codex")
+    if len(hosts) > 1 and (agents is not None or member is not None):
+        raise click.UsageError("--host with several hosts goes without --agents")
+    parsed_reserve = None if reserve is None else reserve_percent(reserve)
+    if reserve is not None and parsed_reserve is None:
+        raise AgentcfgError(f"--reserve {reserve!r} is not a percent from 0 to 100, e.g. 30")
+    if (member is None) != (fleet_root is None):  # alone, --member would act as --force
+        raise click.UsageError("--member and --fleet-root are a fleet's own: they go together")
+    ws = workspace()
+    config = load_config(ws, os.environ)
+    args = dict(config.host_args)
     policy = unattended.Policy(
         max_restarts=unattended.MAX_RESTARTS if max_restarts is None else max_restarts,
         until=parsed_until,
         window=parsed_window,
         utc_offset=offset,
         max_wait=unattended.LIMIT_WAIT if max_wait is None else max_wait,
+        reserve=config.reserve if parsed_reserve is None else parsed_reserve,
+        quota_margin=QUOTA_MARGIN if config.reserve_margin is None else config.reserve_margin,
     )
-    if (member is None) != (fleet_root is None):  # alone, --member would act as --force
-        raise click.UsageError("--member and --fleet-root are a fleet's own: they go together")
-    ws = workspace()
+    host, others = hosts[0], tuple(hosts[1:])
+    extra = (*args.get(host, ()), *extra)
     require_person("agentcfg run", agent_session(os.environ, ws=ws))  # a fresh run is theirs
     if agents is None and member is None and (into or coordinate or lease_ttl):
         raise click.UsageError("--into, --coordinate and --lease-ttl go with --agents")
@@ -145,7 +180,8 @@ def run(
         check_ttl(lease_ttl)
     request = driver.Request(
         slug, host, policy, extra, force or member is not None, fresh_per_step,
-        rollback_on_halt=rollback_on_halt,
+        rollback_on_halt=rollback_on_halt, others=others,
+        others_args=tuple(args.get(name, ()) for name in others),
     )  # fmt: skip
     ready = driver.prepare(ws, request, os.environ, Path.home(), hook=agents is None)
     signal.signal(signal.SIGTERM, driver.on_sigterm)
@@ -187,6 +223,10 @@ def run(
     say(_store_line(ws.root, ready, extra), err=as_json)
     for line in ready.warnings:
         say(f"agentcfg run: warning: {line}", err=as_json)
+    if policy.reserve is not None:
+        for name in hosts:
+            if not windows.shows(name):
+                say(f"agentcfg run: {reserve_unseen(name)}", err=as_json)
     baseline()
     result = driver.drive(
         ws, request, ready, os.environ, clock(), lambda line: say(line, err=as_json)
@@ -202,3 +242,11 @@ def _store_line(root: Path, ready: driver.Prepared, extra: tuple[str, ...]) -> s
     store = Path(user_state(os.environ))
     reach = ready.host.store_reach(root, Path.home(), os.environ, store, extra)
     return f"agentcfg run: store {store_reach(ready.host.TITLE, reach.sealed, reach.why)}"
+
+
+def reserve_unseen(name: str) -> str:
+    """The line for a listed host whose usage windows no run can see."""
+    from agentcfg.hosts import registry
+
+    title = registry.adapter(name).TITLE
+    return f"{title} shows no usage windows: the reserve is not kept while it runs"

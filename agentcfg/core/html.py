@@ -29,10 +29,11 @@ KINDS = {"complete": "good", "blocked": "warn", "stopped": "person", "waiting": 
 WAIT_WORDS = {
     "paused-usage-limit": "waiting for the usage limit to reset",
     "paused-window": "waiting for its window",
+    "paused-quota": "waiting for a usage window to reset (the reserve)",
     "stopped": "stopped by a person",
 }
 WAIT_LABELS = {"paused-usage-limit": "usage limit", "paused-window": "window",
-               "stopped": "stopped by a person"}  # fmt: skip
+               "paused-quota": "reserve", "stopped": "stopped by a person"}  # fmt: skip
 # characters XML cannot hold: a hostile ledger's text is shown with a replacement mark
 _CONTROL = dict.fromkeys([*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0xFFFE, 0xFFFF], "\ufffd")
 STYLE = """
@@ -544,6 +545,8 @@ def _legend(row: dict[str, Any]) -> str:
              '<i class="close"></i>step closed']  # fmt: skip
     if kinds & {"paused-usage-limit", "paused-window"}:
         parts.append('<i class="wait"></i>waiting (usage limit, window)')
+    if "paused-quota" in kinds:
+        parts.append('<i class="wait"></i>waiting for a usage window (the reserve)')
     if "stopped" in kinds:
         parts.append('<i class="stopped"></i>stopped by a person')
     if line.get("restarts"):

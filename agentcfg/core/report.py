@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentcfg.core.evidence import WORDS
+from agentcfg.core.quota import title
 from agentcfg.core.times import iso, parse_iso
 from agentcfg.core.visible import visible
 
@@ -44,8 +45,15 @@ ENDINGS = (
 )
 # a person's stop: the driver's ending and the hook's note of it; not a rung of the ladder
 STOPPED = "stopped"
-# `agentcfg run` waiting for a usage limit to reset or for its window to open
-WAITS = ("paused-usage-limit", "paused-window")
+# `agentcfg run` waiting for a usage limit to reset, for its window to open, or for a usage
+# window that reached the person's reserve to reset
+WAITS = ("paused-usage-limit", "paused-window", "paused-quota")
+WAITED_FOR = {
+    "paused-usage-limit": "the usage limit to reset",
+    "paused-window": "its window",
+    "paused-quota": "a usage window to reset (the reserve)",
+}
+PAUSES_KEPT = 32  # quota pauses and failovers listed per run
 # what a run without an ending is: its driver or session still reports, or they are gone
 IDLE_AFTER = 3600.0  # no event of the run for this long: nothing drives it any more
 WAIT_GRACE = 600.0  # a wait whose resume time passed this long ago: its driver is gone
@@ -208,6 +216,12 @@ class Run:
     words: dict[str, int] = field(default_factory=dict)  # its steps per evidence word
     folded: bool = False  # told as a row already
     timeline: Timeline = field(default_factory=lambda: Timeline())
+    pauses: collections.deque[dict[str, Any]] = field(
+        default_factory=lambda: collections.deque(maxlen=PAUSES_KEPT)
+    )  # paused-quota: when, the window, its use and reset
+    failovers: collections.deque[dict[str, Any]] = field(
+        default_factory=lambda: collections.deque(maxlen=PAUSES_KEPT)
+    )  # run-failover: when, from which host to which
 
     @property
     def ended(self) -> bool:
@@ -236,6 +250,8 @@ class Run:
                 "engagements": [e.to_json() for e in self.spend],
             },
             "timeline": self.timeline.to_json(costs),
+            "quota_pauses": list(self.pauses),
+            "failovers": list(self.failovers),
         }
 
 
@@ -751,6 +767,13 @@ def _apply(report: Report, run: Run, name: str, event: dict[str, Any], at: float
     elif name in WAITS:
         run.resume_at = parse_iso(event.get("resume_at"))
         run.timeline.wait(name, at, run.resume_at)
+        if name == "paused-quota":
+            run.pauses.append(_pause(event, at))
+    elif name == "run-failover":
+        run.failovers.append(
+            {"at": iso(at), "from": _word(event.get("from")), "to": _word(event.get("to")),
+             "reason": _word(event.get("reason"))}
+        )  # fmt: skip
     elif name in ("run-start", "run-resume"):
         run.timeline.end_waits(at)
         attempt = event.get("attempt")
@@ -863,7 +886,7 @@ def settle(run: Run, now: float | None) -> tuple[str, str]:
             words += f"; resumed at {_clock(run.resumed_at)}, no turn since"
         return STOPPED, words
     if run.last_event in WAITS and run.resume_at is not None:
-        what = "the usage limit to reset" if run.last_event == WAITS[0] else "its window"
+        what = WAITED_FOR[run.last_event]
         if now is None or now < run.resume_at + WAIT_GRACE:
             return "waiting", f"waiting for {what}; resumes at {_clock(run.resume_at)}"
         return "idle", (
@@ -891,3 +914,48 @@ def _by(by: str) -> str:
 
 def _clock(at: float) -> str:
     return iso(at)[:16].replace("T", " ")
+
+
+def _word(value: object) -> str | None:
+    """A short name from the ledger (a host, a window), shown escaped; None when not one."""
+    return visible(value[:40]) if isinstance(value, str) else None
+
+
+def _pause(event: dict[str, Any], at: float) -> dict[str, Any]:
+    """A paused-quota event as a report row lists it."""
+    used = event.get("utilization")
+    reset, resume = parse_iso(event.get("reset_at")), parse_iso(event.get("resume_at"))
+    return {
+        "at": iso(at),
+        "window": _word(event.get("window")),
+        "utilization": used
+        if isinstance(used, (int, float)) and not isinstance(used, bool)
+        else None,
+        "reset_at": None if reset is None else iso(reset),
+        "resume_at": None if resume is None else iso(resume),
+    }
+
+
+def pause_lines(row: dict[str, Any]) -> list[str]:
+    """A run's pauses for the person's reserve and its failovers, one line each, oldest first."""
+    lines: list[tuple[str, str]] = []
+    for pause in row.get("quota_pauses", []):
+        used = pause["utilization"]
+        share = f"{used * 100:.0f}% used" if isinstance(used, (int, float)) else "use unknown"
+        reset = pause["reset_at"] or "not told"
+        lines.append(
+            (
+                pause["at"],
+                f"{pause['at'][11:16]} paused for the reserve: {title(pause['window'] or '?')} "
+                f"window {share}, reset {reset[11:16] if pause['reset_at'] else reset}",
+            )
+        )
+    for moved in row.get("failovers", []):
+        lines.append(
+            (
+                moved["at"],
+                f"{moved['at'][11:16]} {moved['to'] or '?'} took over from {moved['from'] or '?'} "
+                f"({'the reserve' if moved['reason'] == 'paused-quota' else 'its usage limit'})",
+            )
+        )
+    return [line for _at, line in sorted(lines)]

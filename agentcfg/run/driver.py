@@ -5,6 +5,7 @@ usage-limit reset or the window) until the run ends. The decisions are core.unat
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import secrets
@@ -21,6 +22,7 @@ from typing import Any, Protocol
 from agentcfg import checkpoints, claims, controls, loading, state
 from agentcfg.contract import finals, trust
 from agentcfg.contract.reprove import Reproof, guarded, reprove
+from agentcfg.core import quota
 from agentcfg.core import report as reports
 from agentcfg.core.evidence import summary
 from agentcfg.core.ladder import MAX_ITERATIONS
@@ -28,9 +30,9 @@ from agentcfg.core.roadmap import Roadmap, scan
 from agentcfg.core.texts import continuation, plural
 from agentcfg.core.times import iso
 from agentcfg.core.visible import visible
-from agentcfg.errors import AgentcfgError, ClaimError
+from agentcfg.errors import AgentcfgError, ClaimError, StateError
 from agentcfg.fleet.membership import read_membership
-from agentcfg.hosts import registry
+from agentcfg.hosts import registry, windows
 from agentcfg.hosts.base import Refused, settings_hook
 from agentcfg.hosts.stream import outcome, reply
 from agentcfg.paths import DRIVERS, LEDGER_NAME, RUN_HOST_ENV
@@ -74,6 +76,8 @@ class Request:
     fresh_per_step: bool = False  # each step in a new session, seeded with a relay note
     step: str | None = None  # a fleet member's leased step: the only one its run answers for
     rollback_on_halt: bool = False  # a halt mid-step rolls the workspace back to its checkpoint
+    others: tuple[str, ...] = ()  # the hosts the run carries on with when `host` is paused
+    others_args: tuple[tuple[str, ...], ...] = ()  # each other host's own arguments
 
 
 @dataclass
@@ -89,6 +93,7 @@ class Result:
     reproof: Reproof | None = None  # the last re-proof the driver ran, if any
     told: Told | None = None  # what the host refused or failed, and what the person runs next
     rollback: checkpoints.Rollback | None = None  # what --rollback-on-halt undid
+    failovers: int = 0  # times another listed host took the run over
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -99,6 +104,7 @@ class Result:
             "session": self.session,
             "starts": self.progress.starts,
             "restarts": self.progress.restarts,
+            "failovers": self.failovers,
             "steps_closed": self.closed,
             "reproof": None
             if self.reproof is None
@@ -164,6 +170,7 @@ class Prepared:
     slug: str
     roadmap: Roadmap
     warnings: tuple[str, ...] = ()  # what will keep the agent's commands from running
+    others: tuple[tuple[Host, str], ...] = ()  # each other listed host, with its program
 
 
 def prepare(
@@ -172,19 +179,11 @@ def prepare(
     """Everything checked before anything starts; AgentcfgError with one line otherwise.
     Without `hook`, whether the stop hook is installed here is not asked (a fleet installs it
     in each member's worktree)."""
-    try:
-        host = registry.adapter(request.host)
-    except KeyError:
-        names = ", ".join(sorted(registry.HOSTS))
-        raise AgentcfgError(f"unknown host {request.host!r} (one of: {names})") from None
-    if host.headless("", None, False, ()) is None:
-        able = ", ".join(runnable_hosts())
-        raise AgentcfgError(f"{host.TITLE} cannot be run unattended yet (hosts that can: {able})")
-    binary = shutil.which(host.BINARY, path=env.get("PATH", os.defpath))
-    if binary is None:
-        raise AgentcfgError(
-            f"cannot find {host.TITLE}'s program `{host.BINARY}` on PATH: install it first"
-        )
+    names = (request.host, *request.others)
+    if len(set(names)) < len(names):
+        raise AgentcfgError(f"--host {','.join(names)} names a host twice")
+    host, binary = _runnable(request.host, env)
+    others = tuple(_runnable(name, env) for name in request.others)
     roadmap = loading.load(ws, request.slug)
     slug = ws.canonical(request.slug)
     if not roadmap.autonomous:
@@ -204,17 +203,39 @@ def prepare(
             f"roadmap `{slug}` was stopped by {stopped.by} at {iso(stopped.stopped_at)}: "
             f"`agentcfg resume {slug}` first"
         )
-    hooked = settings_hook(host, ws.root, home, env) if hook else None
-    if hook and hooked is None and host.plugin(ws.root, home, env) is None:
-        raise AgentcfgError(
-            f"the stop hook is not installed for {host.TITLE}: run "
-            f"`agentcfg hooks install --host {host.NAME}` first"
-        )
-    if hooked is not None:
-        refuse_unread(host, hooked, ws.root, home, env)
+    for each in (host, *(other for other, _ in others)) if hook else ():
+        hooked = settings_hook(each, ws.root, home, env)
+        if hooked is None and each.plugin(ws.root, home, env) is None:
+            raise AgentcfgError(
+                f"the stop hook is not installed for {each.TITLE}: run "
+                f"`agentcfg hooks install --host {each.NAME}` first"
+            )
+        if hooked is not None:
+            refuse_unread(each, hooked, ws.root, home, env)
     refuse_untrusted(ws, slug, roadmap, env)
     warnings = host.asks(ws.root, home, env, request.extra)
-    return Prepared(host, binary, slug, roadmap, tuple(warnings))
+    extras = request.others_args or [()] * len(others)
+    for (other, _binary), args in zip(others, extras, strict=True):
+        warnings = [*warnings, *other.asks(ws.root, home, env, args)]
+    return Prepared(host, binary, slug, roadmap, tuple(warnings), others)
+
+
+def _runnable(name: str, env: Mapping[str, str]) -> tuple[Host, str]:
+    """The host of that name and its program, when `run` can start it headless."""
+    try:
+        host = registry.adapter(name)
+    except KeyError:
+        names = ", ".join(sorted(registry.HOSTS))
+        raise AgentcfgError(f"unknown host {name!r} (one of: {names})") from None
+    if host.headless("", None, False, ()) is None:
+        able = ", ".join(runnable_hosts())
+        raise AgentcfgError(f"{host.TITLE} cannot be run unattended yet (hosts that can: {able})")
+    binary = shutil.which(host.BINARY, path=env.get("PATH", os.defpath))
+    if binary is None:
+        raise AgentcfgError(
+            f"cannot find {host.TITLE}'s program `{host.BINARY}` on PATH: install it first"
+        )
+    return host, binary
 
 
 def refuse_unread(host: Host, path: Path, root: Path, home: Path, env: Mapping[str, str]) -> None:
@@ -265,6 +286,7 @@ class _Session:
     token: str | None = None  # the pending claim's token, shown in the first prompt
     named: bool = False  # the claim was made by an id the start names its session with
     driver: str = ""  # the run's id across its sessions: `report` shows them as one run
+    carried: Any = None  # the run state a failover carries in, until the claim is bound
 
     @property
     def key(self) -> str | None:
@@ -287,6 +309,8 @@ class _Ran:
     moved_on: bool = False  # ended by the driver when the hook moved it on to the next step
     deadline: bool = False  # ended by the driver at --until
     heard: list[Any] = field(default_factory=list)  # the host's records, as `Host.hear` reads them
+    readings: list[quota.Reading] = field(default_factory=list)  # usage windows it showed
+    reserved: bool = False  # ended by the driver at a turn end: a window reached the reserve
 
 
 def drive(
@@ -301,6 +325,18 @@ def drive(
     return _Driver(ws, request, ready, env, clock, say).drive()
 
 
+@dataclass
+class _Seat:
+    """One host the run can carry on with: how it starts, its arguments, the usage windows it
+    last showed, and when its own pause (a usage limit, the reserve) ends."""
+
+    host: Host
+    runner: Runner
+    extra: tuple[str, ...]
+    windows: dict[str, quota.Reading] = field(default_factory=dict)
+    paused_until: float = 0.0
+
+
 class _Driver:
     def __init__(
         self,
@@ -313,7 +349,7 @@ class _Driver:
     ) -> None:
         self.ws, self.request, self.ready, self.env = ws, request, ready, env
         self.clock, self.say = clock, say
-        self.host, self.slug = ready.host, ready.slug
+        self.slug = ready.slug
         self.open_at_start = scan(ready.roadmap).counts.open
         self.progress = plan.Progress()
         self.current = _Session(driver=secrets.token_hex(6))
@@ -322,22 +358,46 @@ class _Driver:
         self.failed: tuple[str, ...] = ()  # the last failed ones
         self.ignored: dict[str, None] = {}  # the host's words on settings it ignored
         self.env = {**env, RUN_HOST_ENV: request.host}  # the hook tells endings as this run's
+        listed = [(ready.host, ready.binary, request.extra)]
+        listed += [
+            (host, binary, args)
+            for (host, binary), args in zip(
+                ready.others, request.others_args or [()] * len(ready.others), strict=True
+            )
+        ]
+        self.seats = [self._seat(host, binary, extra) for host, binary, extra in listed]
+        self.seat = self.seats[0]
+        self.failovers = 0
 
-        made = self.host.runner(ready.binary, ws.root, env)
-        self.runner: Runner = Plain(self.host, ready.binary) if made is None else made
+    def _seat(self, host: Host, binary: str, extra: tuple[str, ...]) -> _Seat:
+        made = host.runner(binary, self.ws.root, self.env)
+        runner: Runner = Plain(host, binary) if made is None else made
+        if self.request.policy.reserve is not None:
+            extra = windows.with_windows(host.NAME, extra)
+        return _Seat(host, runner, extra)
+
+    @property
+    def host(self) -> Host:
+        return self.seat.host
+
+    @property
+    def runner(self) -> Runner:
+        return self.seat.runner
 
     def drive(self) -> Result:
         """Carry the run to its ending; Ctrl-C (or SIGTERM) ends it as `interrupted`. What the
-        runner started for the run ends before the ending is told."""
+        runners started for the run ends before the ending is told."""
         try:
-            with self.runner:
+            with contextlib.ExitStack() as entered:
+                for seat in self.seats:
+                    entered.enter_context(seat.runner)
                 return self._drive()
         except KeyboardInterrupt as stop:
             by = "signal" if isinstance(stop, Terminated) else controls.TERMINAL
             return self.finish(plan.finish("interrupted"), decided_here=True, by=by)
 
     def _drive(self) -> Result:
-        host, slug, policy, clock = self.host, self.slug, self.request.policy, self.clock
+        slug, policy, clock = self.slug, self.request.policy, self.clock
         force = self.request.force or _take_back(self.ws, slug, clock.now(), self.say)
         self.current = _claim(self.ws, self.runner, slug, force, clock.now(), self.current)
         action = plan.first(clock.now(), policy)
@@ -347,49 +407,63 @@ class _Driver:
         while True:
             if action.kind == "finish":
                 return self.finish(action, decided_here=True)
+            action = self._failover(
+                plan.held(self.seat.windows.values(), clock.now(), policy, action)
+            )
+            if action.kind == "finish":
+                return self.finish(action, decided_here=True)
             if action.at > clock.now():
                 stopped = _wait(self.ws, slug, self.current, action, clock, self.say)
                 if stopped is not None:
                     return self.finish(stopped, decided_here=True)
+                action = plan.held(self.seat.windows.values(), clock.now(), policy, action)
                 action = plan.schedule(action, policy)
                 if action.kind == "finish" or action.at > clock.now():
                     continue
             if ran is not None and (not action.resume or not self.current.session):
                 # a new session (or a pending claim never bound): a claim of its own
-                self.current = _claim(self.ws, self.runner, slug, True, clock.now(), self.current)
+                # after a failover the same run goes on: its counts and budgets (read before
+                # the new claim takes the roadmap over from the session left)
+                left = self.current
+                carried = _run_state(self.ws, left) or left.carried
+                self.current = _claim(self.ws, self.runner, slug, True, clock.now(), left)
+                if action.reason == "failover":
+                    self.current.carried = carried
+                    _carry(self.ws, self.current)
             _held(self.ws, self.current)
             self.progress = plan.advance(self.progress, action, ended)
-            argv = _argv(self.ws, self.runner, self.request, slug, self.current, action, ran)
+            argv = _argv(self.ws, self.runner, self.seat.extra, slug, self.current, action, ran)
             counts = scan(loading.load(self.ws, slug)).counts
             _record(
                 self.ws, "run-start" if self.progress.starts == 1 else "run-resume",
                 self.current, slug, clock, open=counts.open, blocked=counts.blocked,
-                host=host.NAME, session=self.current.session, pending=self.current.pending,
+                host=self.host.NAME, session=self.current.session, pending=self.current.pending,
                 attempt=self.progress.starts,
                 reason=action.reason, same_session=action.resume and bool(self.current.session),
                 **({"one_step": True} if self.request.fresh_per_step else {}),
             )  # fmt: skip
             self.say(
                 plan.start_line(
-                    host.NAME, slug, self.current.session, action, self.progress.restarts
+                    self.host.NAME, slug, self.current.session, action, self.progress.restarts
                 )
             )
             self._checkpoint(first=self.progress.starts == 1)
             ran = _run(
                 self.ws, argv, self.env, self.current, slug, clock, self.say, started,
-                self.request.fresh_per_step, self.runner, policy.until,
+                self.request.fresh_per_step, self.runner, policy.until, self._reserve(),
             )  # fmt: skip
+            self.seat.windows = quota.latest(self.seat.windows, ran.readings)
             _adopted(self.ws, self.current, ran.events)
             self._keep(self.host.refusals(ran.stdout, ran.stderr), ran.heard)
             ending = _ending(self.ws, slug, self.current, ran.events)
             if ending == "complete" or (ending is None and self._nothing_open()):
                 # `complete` is this process's own finding, never a word in a state file
-                before = self.reproof
+                before_proof = self.reproof
                 self.reproof = self._reprove()
                 if self.reproof.ok:
                     return self.finish(plan.finish("complete"), decided_here=ending is None)
                 failed = frozenset(step for step, _why in self.reproof.failed)
-                was = None if before is None else frozenset(f for f, _ in before.failed)
+                was = None if before_proof is None else frozenset(f for f, _ in before_proof.failed)
                 closable = any(
                     why != "not trusted" and not why.startswith("check changed")
                     for _step, why in self.reproof.failed
@@ -414,10 +488,54 @@ class _Driver:
                 ),
                 progressed=any(e.get("event") == "verified" for e in ran.events),
                 next_step=ran.moved_on,
+                quota=self._spent() if ending is None and not ran.moved_on else None,
             )
             action = plan.decide(self.progress, ended, clock.now(), policy)
             if action.kind == "finish":
                 return self.finish(action, decided_here=ending is None)
+
+    def _failover(self, action: plan.Action) -> plan.Action:
+        """A wait for the current host's limit or reserve, or a start at once on another listed
+        host that is not paused itself (`run-failover`)."""
+        if action.kind != "start" or action.pause not in plan.LIMIT_PAUSES:
+            return action
+        now = self.clock.now()
+        self.seat.paused_until = plan.paused_until(action, self.request.policy)
+        names = [seat.host.NAME for seat in self.seats]
+        free = {seat.host.NAME: seat.paused_until for seat in self.seats}
+        other = plan.failover(action, self.host.NAME, names, free, now)
+        if other is None:
+            return action
+        was = self.seat
+        self.seat = self.seats[names.index(other)]
+        self.failovers += 1
+        _record(
+            self.ws, "run-failover", self.current, self.slug, self.clock, **{"from": was.host.NAME},
+            to=other, reason=action.pause, paused_until=iso(was.paused_until),
+        )  # fmt: skip
+        self.say(plan.failover_line(was.host.NAME, other, action.pause, was.paused_until, now))
+        return plan.Action("start", at=now, resume=False, reason="failover")
+
+    def _reserve(self) -> _Reserve | None:
+        """What the start watches for the person's reserve; None without one, or on a host
+        that shows no windows."""
+        reserve = self.request.policy.reserve
+        reader = windows.READERS.get(self.host.NAME)
+        if reserve is None or reader is None:
+            return None
+        return _Reserve(
+            reader, reserve, self.request.policy.quota_margin, dict(self.seat.windows), self.ws,
+            self.current, self.clock, self.env, windows.FILES.get(self.host.NAME),
+        )  # fmt: skip
+
+    def _spent(self) -> quota.Reading | None:
+        """The window that ate into the reserve, as the host last showed its windows."""
+        policy = self.request.policy
+        if policy.reserve is None:
+            return None
+        return quota.spent(
+            self.seat.windows.values(), policy.reserve, self.clock.now(), policy.quota_margin
+        )
 
     def _keep(self, refused: Refused, heard: list[Any]) -> None:
         if heard:  # read as they came: whole, however long the output the kept tail cut
@@ -507,7 +625,7 @@ class _Driver:
         return Result(
             ending, action.exit_code, slug, self.host.NAME, self.current.session, progress,
             closed, row, self.reproof, told,
-            undone if isinstance(undone, checkpoints.Rollback) else None,
+            undone if isinstance(undone, checkpoints.Rollback) else None, self.failovers,
         )  # fmt: skip
 
     def _told(self, ending: str) -> Told:
@@ -658,7 +776,7 @@ def _prompt(ws: Workspace, slug: str, current: _Session) -> str:
 def _argv(
     ws: Workspace,
     runner: Runner,
-    request: Request,
+    extra: tuple[str, ...],
     slug: str,
     current: _Session,
     action: plan.Action,
@@ -666,7 +784,7 @@ def _argv(
 ) -> list[str]:
     prompt = _prompt(ws, slug, current)
     if action.resume and current.session:
-        args = runner.argv(prompt, current.session, True, request.extra)
+        args = runner.argv(prompt, current.session, True, extra)
         if args is not None:
             return args
     if action.reason != "start":  # a new session carries the run on: told where things are
@@ -678,7 +796,7 @@ def _argv(
             reply(ran.stdout) if ran else "",
             prompt,
         )
-    args = runner.argv(prompt, current.session if current.named else None, False, request.extra)
+    args = runner.argv(prompt, current.session if current.named else None, False, extra)
     assert args is not None  # prepare() refused a host that cannot start headless
     return args
 
@@ -719,13 +837,15 @@ def _run(
     fresh: bool,
     runner: Runner,
     until: float | None = None,
+    reserve: _Reserve | None = None,
 ) -> _Ran:
     """Run the host to its end in a process group of its own, printing each engagement the
     ledger records meanwhile; Ctrl-C ends the whole group before it propagates (a second one
     at once), and a watchdog ends it if the driver dies first. The start is over once the
     process has exited and the runner says the session settled. `fresh`: once a step is
     closed and the hook engages the session on the next, the host is ended there. `until`:
-    at that moment the host is ended, however busy or hung."""
+    at that moment the host is ended, however busy or hung. `reserve`: once a window the host
+    shows reaches the person's reserve, the run is asked to end at its next turn end."""
     offset = _ledger_size(ws)
     proc = subprocess.Popen(
         argv,
@@ -742,7 +862,8 @@ def _run(
     moved_on = deadline = False
     try:  # from the start: a Ctrl-C at any point ends what was started
         watchdog = Watchdog(proc.pid)
-        streams = [_Tail(proc.stdout, runner.hear), _Tail(proc.stderr)]
+        shown = None if reserve is None or reserve.locate else reserve.seen
+        streams = [_Tail(proc.stdout, runner.hear, shown), _Tail(proc.stderr)]
         cap = _cap(ws, current)
         while True:
             exited = proc.poll() is not None
@@ -761,6 +882,8 @@ def _run(
                 runner.interrupt(current.session)
                 moved_on = True
                 continue
+            if reserve is not None:
+                reserve.follow()
             time.sleep(POLL)
     except KeyboardInterrupt:
         end_group(proc)
@@ -772,11 +895,85 @@ def _run(
             watchdog.release()
         for tail in streams:  # a process that left the group may hold the output open
             tail.join(TAIL_WAIT)
+        if reserve is not None:
+            reserve.follow()  # what the session's file gained since the last look
+            reserve.done()
     code = proc.returncode
     return _Ran(
         code if code >= 0 else None, streams[0].text(), streams[1].text(), events, moved_on,
-        deadline, streams[0].heard,
+        deadline, streams[0].heard, [] if reserve is None else list(reserve.readings),
+        reserve is not None and reserve.asked,
     )  # fmt: skip
+
+
+@dataclass
+class _Reserve:
+    """What a start watches for the person's reserve: the host's windows as its output shows
+    them, line by line (on the thread reading it). Once one reaches the reserve, the run is
+    asked to let its next turn end through: the host ends its start there by itself, and no
+    request of the next turn reaches the model."""
+
+    reader: windows.Reader
+    reserve: float
+    margin: float
+    known: dict[str, quota.Reading]  # the windows as the host showed them before this start
+    ws: Workspace
+    current: _Session  # the run asked (once its claim is bound)
+    clock: Clock
+    env: Mapping[str, str]
+    locate: windows.Locator | None = None  # the session's file the windows are read from;
+    # None: they come on the start's stdout
+    readings: list[quota.Reading] = field(default_factory=list)
+    asked: bool = False
+    source: Path | None = None
+    offset: int = 0
+    key: str | None = None  # the run an ask was left for
+
+    def __post_init__(self) -> None:
+        self.done()  # an ask a start before this one left behind
+
+    def seen(self, line: bytes) -> None:
+        found = self.reader(line)
+        if not found:
+            return
+        self.readings.extend(found)
+        shown = quota.latest(self.known, self.readings)
+        key = self.current.key
+        if self.asked or key is None:
+            return
+        if quota.spent(shown.values(), self.reserve, self.clock.now(), self.margin) is not None:
+            self.asked, self.key = True, key
+            try:
+                controls.ask_yield(self.ws, key, "reserve", self.clock.now())
+            except (OSError, StateError):  # unasked, the start ends as it would; the wait after
+                self.asked = False
+
+    def follow(self) -> None:
+        """Read the new whole lines of the session's file (once the session is known; from
+        where the file stood when it was found: what came before is another start's)."""
+        if self.locate is None or self.current.session is None:
+            return
+        if self.source is None:
+            self.source = self.locate(self.env, self.current.session)
+            if self.source is None:
+                return
+            with contextlib.suppress(OSError):
+                self.offset = 0 if not self.known else self.source.stat().st_size
+        try:
+            with self.source.open("rb") as handle:
+                handle.seek(self.offset)
+                data = handle.read(READ_LIMIT)
+        except OSError:
+            return
+        end = data.rfind(b"\n") + 1
+        for line in data[:end].splitlines():
+            self.seen(line)
+        self.offset += end
+
+    def done(self) -> None:
+        key = self.key or self.current.key
+        if key is not None:
+            controls.drop_yield(self.ws, key)
 
 
 def _reset(
@@ -800,25 +997,37 @@ class _Tail(threading.Thread):
     `hear`, each whole line as it comes goes through it into `heard` (the host's records,
     whatever the length of the output)."""
 
-    def __init__(self, stream: Any, hear: Callable[[bytes], list[Any]] | None = None) -> None:
+    def __init__(
+        self,
+        stream: Any,
+        hear: Callable[[bytes], list[Any]] | None = None,
+        shown: Callable[[bytes], None] | None = None,
+    ) -> None:
         super().__init__(daemon=True)
-        self.stream, self.kept, self.hear = stream, b"", hear
+        self.stream, self.kept, self.hear, self.shown = stream, b"", hear, shown
         self.heard: list[Any] = []
         self.start()
 
     def run(self) -> None:
         line = b""
+        lines = self.hear is not None or self.shown is not None
         while chunk := self.stream.read1(65536):
             self.kept = (self.kept + chunk)[-OUTPUT_KEPT:]
-            if self.hear is not None:
+            if lines:
                 line += chunk
                 *whole, line = line.split(b"\n")
                 for each in whole:
-                    self.heard += self.hear(each)
+                    self._line(each)
                 line = line[-LINE_KEPT:] if len(line) > LINE_KEPT else line
-        if self.hear is not None and line:
-            self.heard += self.hear(line)
+        if lines and line:
+            self._line(line)
         self.stream.close()
+
+    def _line(self, line: bytes) -> None:
+        if self.hear is not None:
+            self.heard += self.hear(line)
+        if self.shown is not None:  # the usage windows the line shows, for the reserve
+            self.shown(line)
 
     def text(self) -> str:
         return self.kept.decode("utf-8", "replace")
@@ -879,6 +1088,32 @@ def _adopted(ws: Workspace, current: _Session, events: list[dict[str, Any]]) -> 
             claim = claims.read_claim(ws, key) if isinstance(key, str) else None
             if claim is not None:
                 current.session = claim.session_id
+                _carry(ws, current)
+
+
+def _carry(ws: Workspace, current: _Session) -> None:
+    """Once the session a failover started holds its claim (at once for a session named
+    before it starts, else when its pending claim is bound), its run state counts the run's
+    whole way: the iterations and tokens before it added, its start the run's start."""
+    carried = current.carried
+    claim = claims.read_claim(ws, current.key) if carried is not None and current.key else None
+    if claim is None:
+        return
+    current.carried = None
+    path = claims.run_path(ws, claim.key, claim.slug)
+    with state.locked(path.with_suffix(".lock")):
+        found, problem = claims.load_run(path)
+        if found is None or problem:
+            return
+        tokens = (
+            None
+            if found.tokens is None and carried.tokens is None
+            else ((found.tokens or 0) + (carried.tokens or 0))
+        )
+        claims.write_run(path, found._replace(
+            iterations=found.iterations + carried.iterations, tokens=tokens,
+            started_at=min(found.started_at, carried.started_at),
+        ))  # fmt: skip
 
 
 def _run_state(ws: Workspace, current: _Session) -> Any:
@@ -938,6 +1173,13 @@ def _wait(
     fields: dict[str, Any] = {"resume_at": iso(action.at)}
     if action.pause == "paused-usage-limit":
         fields["reset_at"] = iso(action.reset_at) if action.reset_at is not None else None
+    if action.pause == "paused-quota" and action.quota is not None:
+        reading = action.quota
+        fields.update(
+            window=reading.window,
+            utilization=round(reading.utilization, 4),
+            reset_at=iso(reading.reset_at) if reading.reset_at is not None else None,
+        )
     _record(ws, action.pause or "paused-window", current, slug, clock, **fields)
     say(plan.pause_line(action, now))
     while (left := action.at - clock.now()) > 0:

@@ -6,8 +6,10 @@ times are epoch seconds the caller passes in.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from agentcfg.core import quota
 from agentcfg.core.texts import plural
 from agentcfg.core.times import format_duration, iso
 
@@ -106,6 +108,8 @@ class Policy:
     max_wait: float = LIMIT_WAIT  # no single wait is longer: a wait ends in a fresh look
     crash_backoff: float = CRASH_BACKOFF
     limit_backoff: float = LIMIT_BACKOFF
+    reserve: float | None = None  # percent of each usage window kept for the person
+    quota_margin: float = quota.QUOTA_MARGIN  # waited past a window's reset
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,8 @@ class Ended:
     # a limit whose reset it did not tell)
     progressed: bool = False  # a step was closed while it ran
     next_step: bool = False  # the driver ended it to start the next step afresh (--fresh-per-step)
+    quota: quota.Reading | None = None  # the driver ended it at a turn end: this window ate
+    # into the person's reserve
 
 
 @dataclass(frozen=True)
@@ -143,6 +149,7 @@ class Action:
     reason: str = "start"  # start | cut-short | crash | usage-limit
     pause: str | None = None  # the ledger event of the wait: paused-usage-limit | paused-window
     reset_at: float | None = None  # the usage limit's reset, when one was announced
+    quota: quota.Reading | None = None  # paused-quota: the window that reached the reserve
 
 
 def finish(ending: str) -> Action:
@@ -162,7 +169,9 @@ def decide(progress: Progress, ended: Ended, now: float, policy: Policy) -> Acti
         return schedule(Action("start", at=now, reason="next-step"), policy)
     if progress.restarts >= policy.max_restarts:
         return finish("halt-restarts")
-    if ended.reset_at is not None:
+    if ended.quota is not None:
+        action = quota_pause(ended.quota, now, policy)
+    elif ended.reset_at is not None:
         announced = ended.reset_at if ended.reset_at > now else None
         wait = (
             announced - now
@@ -193,6 +202,56 @@ def decide(progress: Progress, ended: Ended, now: float, policy: Policy) -> Acti
             "start", at=now + min(wait, policy.max_wait), resume=not again, reason="crash"
         )
     return schedule(action, policy)
+
+
+def quota_pause(reading: quota.Reading, now: float, policy: Policy) -> Action:
+    """The wait for a window that reached the person's reserve: until its reset plus the
+    margin (no longer than `max_wait` at a time), then the same session carries the run on."""
+    wait = max(0.0, quota.resume_at(reading, policy.quota_margin) - now)
+    return Action(
+        "start",
+        at=now + min(wait, policy.max_wait),
+        resume=True,
+        reason="quota",
+        pause="paused-quota",
+        reset_at=reading.reset_at,
+        quota=reading,
+    )
+
+
+def held(readings: Iterable[quota.Reading], now: float, policy: Policy, action: Action) -> Action:
+    """A start as it stands, or the same start after a wait when a window the host last
+    showed still eats into the reserve (no reserve asked: the start as it stands)."""
+    if action.kind != "start" or policy.reserve is None:
+        return action
+    over = quota.spent(readings, policy.reserve, now, policy.quota_margin)
+    if over is None:
+        return action
+    wait = quota_pause(over, now, policy)
+    later = replace(action, at=max(action.at, wait.at), pause=wait.pause, reset_at=over.reset_at)
+    return schedule(replace(later, quota=over), policy)
+
+
+LIMIT_PAUSES = ("paused-usage-limit", "paused-quota")  # the waits another host can spare
+
+
+def paused_until(action: Action, policy: Policy) -> float:
+    """When the host a limit or the reserve paused may start again: the window's reset plus
+    the margin, the announced reset, or else the end of the wait itself."""
+    if action.quota is not None and action.quota.reset_at is not None:
+        return quota.resume_at(action.quota, policy.quota_margin)
+    return action.reset_at if action.reset_at is not None else action.at
+
+
+def failover(
+    action: Action, current: str, hosts: Sequence[str], paused: Mapping[str, float], now: float
+) -> str | None:
+    """The listed host the run carries on with at once instead of waiting on `current`: the
+    first in the list's order, not `current`, whose own pause (`paused`: when each ends) is
+    over. None: the wait is no limit's or the reserve's, or every other host is paused too."""
+    if action.kind != "start" or action.pause not in LIMIT_PAUSES or action.at <= now:
+        return None
+    return next((h for h in hosts if h != current and paused.get(h, now) <= now), None)
 
 
 def after_reproof(
@@ -254,6 +313,8 @@ REASONS = {
     "usage-limit": "after the usage limit",
     "next-step": "a step is done: the next one in a new session",
     "reproof": "the re-proof at the end reopened steps",
+    "quota": "the usage window's reset has passed",
+    "failover": "the previous host paused at its usage limit or the person's reserve",
 }
 
 
@@ -264,6 +325,8 @@ def start_line(host: str, slug: str, session: str | None, action: Action, attemp
         return f"agentcfg run: {host} on the next step of `{slug}`, {who}"
     if action.reason == "start":
         return f"agentcfg run: {host} on roadmap `{slug}`, {who}"
+    if action.reason == "failover":
+        return f"agentcfg run: {host} takes the run on `{slug}` over, {who}"
     why = REASONS.get(action.reason, action.reason)
     if not action.resume:
         why += " again: a new session"
@@ -276,7 +339,23 @@ def pause_line(action: Action, now: float) -> str:
     if action.pause == "paused-usage-limit":
         told = "reset announced" if action.reset_at is not None else "no reset announced"
         return f"agentcfg run: paused at a usage limit ({told}); resuming at {until}"
+    if action.pause == "paused-quota" and action.quota is not None:
+        reading = action.quota
+        return (
+            f"agentcfg run: paused to keep the reserve: the {quota.title(reading.window)} window "
+            f"is {reading.percent:.0f}% used (reset {iso(reading.reset_at or action.at)}); "
+            f"resuming at {until}"
+        )
     return f"agentcfg run: outside the window; resuming at {until}"
+
+
+def failover_line(was: str, now_on: str, pause: str | None, until: float, now: float) -> str:
+    """The line when another host takes the run over from a paused one."""
+    why = "its usage limit" if pause == "paused-usage-limit" else "the reserve"
+    return (
+        f"agentcfg run: {was} is paused at {why} until {iso(until)} "
+        f"(in {format_duration(max(0.0, until - now))}); {now_on} carries the run on"
+    )
 
 
 def engagement_line(event: dict[str, object], elapsed: float, cap: int) -> str:

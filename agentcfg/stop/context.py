@@ -71,6 +71,12 @@ class HookContext:
         return controls.read_stop(self.ws, self.claim.slug) if self.claim else None
 
     @cached_property
+    def yielding(self) -> str | None:
+        """Why `agentcfg run` asked this run to end its turn (a usage window reached the
+        person's reserve); None when it did not."""
+        return controls.read_yield(self.ws, self.key) if self.claim else None
+
+    @cached_property
     def recorded_member(self) -> membership.Membership | None:
         """This workspace's step lease in a fleet on the claimed roadmap, as recorded (the
         hook's renew_lease step renews it once due); None outside a fleet."""

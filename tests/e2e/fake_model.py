@@ -236,10 +236,14 @@ MODEL_PATHS = {
 
 
 def serve(
-    script: Script, host: str = "claude", limit: limits.Limit | None = None
+    script: Script,
+    host: str = "claude",
+    limit: limits.Limit | None = None,
+    windows: limits.Windows | None = None,
 ) -> ThreadingHTTPServer:
     """Serve the script on a free loopback port, speaking `host`'s model API; with a `limit`,
-    model requests meet the provider's usage limit first."""
+    model requests meet the provider's usage limit first; with `windows` (Anthropic, OpenAI
+    responses), each model answer reports the subscriber's usage windows in its headers."""
     wire = WIRES[host]
 
     def limited(path: str) -> bool:
@@ -262,12 +266,18 @@ def serve(
                 assert limit is not None
                 refuse(self, limits.ANSWERS[host](limit))
                 return
+            model = any(p in self.path.lower() for p in MODEL_PATHS[host]) and (
+                "count_tokens" not in self.path
+            )
+            shown = windows.headers(host) if windows is not None and model else {}
             answer = wire(script, self.path, body if isinstance(body, dict) else {})
             if isinstance(answer, dict):
                 self._json(answer)
                 return
             raw = "".join(answer).encode()
             self.send_response(200)
+            for name, value in shown.items():
+                self.send_header(name, value)
             self.send_header("content-type", "text/event-stream")
             self.send_header("cache-control", "no-cache")
             self.send_header("content-length", str(len(raw)))

@@ -152,3 +152,68 @@ def chat(limit: Limit) -> Refusal:
 
 
 ANSWERS = {"claude": anthropic, "gemini": gemini, "codex": responses, "chat": chat}
+
+
+@dataclass
+class Windows:
+    """A subscriber's usage windows as the API reports them on every reply. Anthropic: headers
+    `anthropic-ratelimit-unified-5h-utilization` (0..1) and `-5h-reset` (epoch), the same for
+    `-7d-`, with the overall `-status`, `-reset` and `-representative-claim`. OpenAI (Codex):
+    `x-codex-primary-used-percent` (0..100), `-window-minutes`, `-reset-at` (epoch) and
+    `-reset-after-seconds`, the same for `secondary`.
+
+    The 5-hour window is `start` used at the first model request and each request adds `step`;
+    it resets `reset_in` seconds after the first request, then counts from 0 again. The 7-day
+    window stays at `week`. `requests` holds when each model request came (epoch)."""
+
+    start: float = 0.5
+    step: float = 0.05
+    reset_in: float = 30.0
+    week: float = 0.2
+    requests: list[float] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def reset_at(self) -> float:
+        """The 5-hour window's reset, in whole epoch seconds as the API sends it."""
+        return float(
+            math.ceil((self.requests[0] if self.requests else time.time()) + self.reset_in)
+        )
+
+    def used(self, at: float) -> float:
+        """The 5-hour window's use the request arriving at `at` reports (it counts itself)."""
+        before = [t for t in self.requests if t <= at]
+        if at < self.reset_at:
+            return self.start + self.step * len(before)
+        return self.step * sum(1 for t in before if t >= self.reset_at)
+
+    def headers(self, host: str = "claude") -> dict[str, str]:
+        """Count the model request arriving now; the headers its answer carries."""
+        with self.lock:
+            now = time.time()
+            self.requests.append(now)
+            used, reset = self.used(now), int(self.reset_at)
+            week_reset = reset + 3 * 86400
+        if host == "codex":
+            five = reset if now < reset else reset + 18000
+            return {
+                "x-codex-primary-used-percent": f"{used * 100:.2f}",
+                "x-codex-primary-window-minutes": "300",
+                "x-codex-primary-reset-at": str(five),
+                "x-codex-primary-reset-after-seconds": str(max(0, math.ceil(five - now))),
+                "x-codex-secondary-used-percent": f"{self.week * 100:.2f}",
+                "x-codex-secondary-window-minutes": "10080",
+                "x-codex-secondary-reset-at": str(week_reset),
+                "x-codex-secondary-reset-after-seconds": str(math.ceil(week_reset - now)),
+            }
+        return {
+            "anthropic-ratelimit-unified-status": "allowed",
+            "anthropic-ratelimit-unified-reset": str(reset),
+            "anthropic-ratelimit-unified-representative-claim": "five_hour",
+            "anthropic-ratelimit-unified-5h-utilization": f"{used:.4f}",
+            "anthropic-ratelimit-unified-5h-reset": str(reset if now < reset else reset + 18000),
+            "anthropic-ratelimit-unified-5h-status": "allowed",
+            "anthropic-ratelimit-unified-7d-utilization": f"{self.week:.4f}",
+            "anthropic-ratelimit-unified-7d-reset": str(week_reset),
+            "anthropic-ratelimit-unified-7d-status": "allowed",
+        }

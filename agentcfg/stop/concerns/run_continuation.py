@@ -44,6 +44,9 @@ class RunContinuation:
             return ALLOW if handed.lost is None else self._lost(ctx, handed.lost)
         if ctx.stop is not None:  # a person stopped the run: before any rung of the ladder
             return self._stopped(ctx, ctx.stop)
+        if ctx.yielding is not None:  # the driver ends the start here and carries the run on
+            ctx.log("yielded", reason=ctx.yielding)
+            return ALLOW
         scanned = ctx.scan  # None: the claimed roadmap is gone or unreadable
         roadmap = ctx.roadmap
         if roadmap is not None and not ctx.autonomous:

@@ -40,6 +40,7 @@ class TurnEndGate:
             or not ctx.turn
             or ctx.config.mode == "off"
             or ctx.stop is not None  # a person stopped the run: nothing may hold the agent
+            or ctx.yielding is not None  # `agentcfg run` pauses it at this turn end
         ):
             return ALLOW
         path = ctx.refusal_path()
