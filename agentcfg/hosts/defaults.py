@@ -9,7 +9,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
     from pathlib import Path
     from typing import Any
 
@@ -189,6 +189,22 @@ ALLOW = "allow the agent's shell commands in the host's own settings"
 
 def asks(root: Path, home: Path, env: Mapping[str, str], extra: Sequence[str]) -> list[str]:
     return []  # nothing known to us keeps this host's headless start from running commands
+
+
+YOLO = "pass `-- --approval-mode yolo` to `agentcfg run`"
+
+
+def yolo_asks(title: str) -> Callable[[Path, Path, Mapping[str, str], Sequence[str]], list[str]]:
+    """`asks` for a host (Gemini CLI, Qwen Code) whose headless shell tool needs an approval
+    nobody is there to give unless the person's arguments set `--approval-mode yolo` (or
+    `--yolo`)."""
+
+    def asks(root: Path, home: Path, env: Mapping[str, str], extra: Sequence[str]) -> list[str]:
+        if "--yolo" in extra or "-y" in extra or given(extra, "--approval-mode") == "yolo":
+            return []
+        return [f"{title} headless asks approval for the agent's shell commands: {YOLO}"]
+
+    return asks
 
 
 def hear(line: bytes) -> list[Any]:

@@ -165,15 +165,8 @@ NAMES_SESSION = True
 runner = defaults.runner
 
 
-ALLOW = "pass `-- --approval-mode yolo` to `agentcfg run`"
-
-
-def asks(root: Path, home: Path, env: Mapping[str, str], extra: Sequence[str]) -> list[str]:
-    """Headless, the shell tool needs an approval nobody is there to give unless the person's
-    arguments set `--approval-mode yolo` (or `--yolo`)."""
-    if "--yolo" in extra or "-y" in extra or defaults.given(extra, "--approval-mode") == "yolo":
-        return []
-    return [f"{TITLE} headless asks approval for the agent's shell commands: {ALLOW}"]
+ALLOW = defaults.YOLO
+asks = defaults.yolo_asks(TITLE)
 
 
 refusals = defaults.refusals
