@@ -152,8 +152,15 @@ def member(root: Path, n: int, step_seconds: float, coordinate: str | None) -> d
         return ("complete", 0) if closed else ("halt-unproven", 1)
 
     began = time.perf_counter()
-    code = fleet_run.member_loop(plan, Workspace(plan.worktree(n)), n, work, env, timeout=60.0)
+    code = fleet_run.member_loop(
+        plan, Workspace(plan.worktree(n)), n, work, env, timeout=60.0, say=_tell
+    )
     return {"code": code, "began": began, "ended": time.perf_counter(), "work": spans}
+
+
+def _tell(line: str) -> None:
+    """A member's own lines go to stderr: its stdout is the JSON the fleet's runner reads."""
+    print(line, file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
