@@ -64,9 +64,11 @@ def constructor(name: str, fields: tuple[str, ...], defaults: tuple[object, ...]
 
         code = _CONSTRUCTORS[len(fields)].__code__
         code = code.replace(co_varnames=("_cls", *fields), co_name="__new__")
-        if sys.version_info >= (3, 11):
+        if sys.version_info >= (3, 11):  # a traceback names it by its code's qualified name
             code = code.replace(co_qualname=f"{name}.__new__")
-        return FunctionType(code, _GLOBALS, "__new__", defaults or None)
+        made = FunctionType(code, _GLOBALS, "__new__", defaults or None)
+        made.__qualname__ = f"{name}.__new__"
+        return made
     items = "".join(f"{field}, " for field in fields)
     text = f"lambda {', '.join(('_cls', *fields))}: _tuple_new(_cls, ({items}))"
     made = eval(text, dict(_GLOBALS))  # the fields are names a class statement declared
