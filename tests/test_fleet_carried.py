@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from agentcfg import loading
-from agentcfg.contract import audit, carried, trust
+from agentcfg.contract import audit, carried
 from agentcfg.errors import AgentcfgError
 from agentcfg.fleet import drive as fleet_run
 from agentcfg.fleet.drive import member_loop, plan, prepare_members
@@ -20,7 +19,7 @@ from agentcfg.install import hook_command
 from agentcfg.run import model as unattended
 from agentcfg.run.model import Progress
 from agentcfg.workspace import Workspace
-from tests.test_fleet_run import ROADMAP, STEPS, agent, run_fleet
+from tests.test_fleet_run import STEPS, agent, fleet_repo, run_fleet
 from tests.test_leases import git
 
 ALL = [f"1.{n}" for n in range(1, STEPS + 1)]
@@ -28,18 +27,7 @@ ALL = [f"1.{n}" for n in range(1, STEPS + 1)]
 
 @pytest.fixture
 def repo(tmp_path: Path) -> tuple[Path, dict[str, str]]:
-    """A committed roadmap of six steps, each making a file, its verify lines trusted."""
-    root = tmp_path / "project"
-    (root / "roadmaps").mkdir(parents=True)
-    (root / "roadmaps" / "demo.md").write_text(ROADMAP)
-    (root / ".gitignore").write_text("state/\n")
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", ".")
-    git(root, "-c", "user.email=f@example.invalid", "-c", "user.name=f", "commit", "-qm", "start")
-    env = {"HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"}
-    ws = Workspace(root)
-    trust.record(ws, "demo", loading.load(ws, "demo").steps, env, 0.0)
-    return root, env
+    return fleet_repo(tmp_path)
 
 
 def clone_of(root: Path, tmp_path: Path, name: str = "clone") -> Path:

@@ -39,8 +39,8 @@ ROADMAP = (
 )
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+def fleet_repo(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A committed roadmap of six steps, each making a file, its verify lines trusted."""
     root = tmp_path / "project"
     (root / "roadmaps").mkdir(parents=True)
     (root / "roadmaps" / "demo.md").write_text(ROADMAP)
@@ -52,6 +52,11 @@ def repo(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     ws = Workspace(root)
     trust.record(ws, "demo", loading.load(ws, "demo").steps, env, 0.0)
     return root, env
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    return fleet_repo(tmp_path)
 
 
 def agent(env: dict[str, str], worked: list[tuple[str, str]]) -> Any:
