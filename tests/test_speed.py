@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -36,15 +37,23 @@ def form(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Ite
     yield request.param
 
 
+@contextmanager
+def forms(plain: frozenset[str]) -> Iterator[None]:
+    """`plain` for the block, then the process's own forms again (a property test cannot
+    take the monkeypatch fixture)."""
+    before, _speed.PLAIN = _speed.PLAIN, plain
+    try:
+        yield
+    finally:
+        _speed.PLAIN = before
+
+
 @given(value=JSON, pad=st.sampled_from(["", " ", "\n\t "]))
 def test_loads_reads_what_json_reads(value: object, pad: str) -> None:
     text = pad + json.dumps(value) + pad
     for plain in (frozenset(), frozenset(_speed.NAMES)):
-        _speed.PLAIN = plain
-        try:
+        with forms(plain):
             assert _speed.loads(text) == json.loads(text)
-        finally:
-            _speed.PLAIN = frozenset()
 
 
 @pytest.mark.parametrize("text", ["", "{", '{"a": 1} x', "[" * 100_000, "nope", '"\\x"'])
@@ -56,14 +65,11 @@ def test_loads_refuses_what_json_refuses(form: str, text: str) -> None:
 @given(data=st.binary(), key=st.binary(max_size=100))
 def test_sha256_and_compare_are_hashlibs_and_hmacs(data: bytes, key: bytes) -> None:
     for plain in (frozenset(), frozenset(_speed.NAMES)):
-        _speed.PLAIN = plain
-        try:
+        with forms(plain):
             assert _speed.sha256()(data).hexdigest() == hashlib.sha256(data).hexdigest()
             mark = hmac.new(key, data, "sha256").hexdigest()
             assert _speed.compare_digest()(mark, mark)
             assert not _speed.compare_digest()(mark, mark[::-1] if mark != mark[::-1] else "")
-        finally:
-            _speed.PLAIN = frozenset()
 
 
 def test_the_fast_forms_are_the_private_ones_and_the_plain_ones_public(form: str) -> None:
