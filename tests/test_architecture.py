@@ -166,3 +166,14 @@ def test_module_level_state_is_found() -> None:
         "def f():\n    global C\n    A['x'] = 1\n    B.append(2)\n    C = 3\n    return D.get('y')\n"
     )
     assert changed_globals(source) == {"A", "B", "C"}
+
+
+def test_the_tests_are_laid_out_as_the_package() -> None:
+    """Each folder of the package has its folder of tests, and no test module at the top
+    names a folder's module (`test_fleet_run.py` for `fleet/drive.py` belongs in tests/fleet/)."""
+    package = REPO / "agentcfg"
+    folders = {p.parent.name for p in package.glob("*/__init__.py")}
+    tests = REPO / "tests"
+    assert {f for f in folders if not (tests / f / "__init__.py").exists()} == set()
+    top = {p.stem.removeprefix("test_") for p in tests.glob("test_*.py")}
+    assert {t for t in top if t.split("_")[0] in folders} == set()

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from syrupy.assertion import SnapshotAssertion
 
+from tests.run.test_process import Host, ending, host
 from tests.test_checkpoints import git
-from tests.test_run_process import Host, ending, host
 
 __all__ = ["host"]  # the fixture, shared
 

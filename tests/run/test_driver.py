@@ -340,7 +340,7 @@ def test_each_host_starts_and_resumes_its_own_way() -> None:
     assert qwen.headless("go", "s-1", False, extra) == ["go", "--session-id", "s-1", "--x", "1"]
     assert qwen.headless("go", "s-1", True, ()) == ["go", "--resume", "s-1"]
     assert copilot.headless("go", "s-1", True, ()) == ["-p", "go", "--resume", "s-1"]
-    # sent to the run's `opencode serve` with `--attach` (see tests/test_opencode_runner.py)
+    # sent to the run's `opencode serve` with `--attach` (see tests/run/test_runners.py)
     assert opencode.headless("go", "ses_1", True, extra) == [
         "run", "--session", "ses_1", "--x", "1", "go"
     ]  # fmt: skip

@@ -19,8 +19,8 @@ from agentcfg.install import hook_command
 from agentcfg.run import model as unattended
 from agentcfg.run.model import Progress
 from agentcfg.workspace import Workspace
-from tests.test_fleet_run import STEPS, agent, fleet_repo, run_fleet
-from tests.test_leases import git
+from tests.fleet.test_drive import STEPS, agent, fleet_repo, run_fleet
+from tests.fleet.test_leases import git
 
 ALL = [f"1.{n}" for n in range(1, STEPS + 1)]
 

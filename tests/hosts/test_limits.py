@@ -14,7 +14,7 @@ import pytest
 from agentcfg.hosts.limits import clock_time
 from agentcfg.hosts.registry import HOSTS, adapter
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 FOLDERS = {
     "claude": "claude-code-2.1.328", "codex": "codex-0.169.0", "gemini": "gemini-cli-0.61.0",
     "copilot": "copilot-cli-1.0.102", "qwen": "qwen-code-0.24.4", "opencode": "opencode-1.18.33",

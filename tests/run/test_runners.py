@@ -17,7 +17,7 @@ from agentcfg.errors import AgentcfgError
 from agentcfg.hosts import opencode
 from agentcfg.hosts.opencode_server import QUIET, Served
 
-FIXTURES = Path(__file__).parent / "fixtures" / "opencode-1.18.33"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "opencode-1.18.33"
 
 STAND_IN = """#!PYTHON
 import json, sys

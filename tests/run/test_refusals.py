@@ -222,7 +222,9 @@ def test_each_whole_line_of_the_hosts_output_is_heard_once_however_it_is_cut(
 ) -> None:
     from agentcfg.hosts.stream import Refusal
 
-    denied = Path(__file__).parent / "fixtures" / "claude-code-2.1.328" / "permission-denied.jsonl"
+    denied = (
+        Path(__file__).parents[1] / "fixtures" / "claude-code-2.1.328" / "permission-denied.jsonl"
+    )
     data = denied.read_bytes().rstrip(b"\n")  # the last line has no newline: heard at the end
     read, write = os.pipe()
     with os.fdopen(read, "rb") as out:

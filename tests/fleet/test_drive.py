@@ -25,8 +25,8 @@ from agentcfg.fleet.leases import Lease, Store
 from agentcfg.run import driver
 from agentcfg.run.model import Progress
 from agentcfg.workspace import Workspace
+from tests.fleet.test_leases import git
 from tests.helpers import ledger
-from tests.test_leases import git
 
 STEPS = 6
 # independent steps, any of them open to any member (the order of steps: see the end)

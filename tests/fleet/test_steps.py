@@ -18,7 +18,7 @@ from agentcfg.fleet.membership import read_membership, renew
 from agentcfg.fleet.steps import candidates, join, lease_step, require_lease
 from agentcfg.workspace import Workspace
 from tests.conftest import hook_env
-from tests.test_leases import git, make_repo
+from tests.fleet.test_leases import git, make_repo
 
 NOW = 1_800_000_000.0
 CLONES = 3  # of one shared remote, where sessions race to claim with --step
