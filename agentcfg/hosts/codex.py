@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from agentcfg.hosts.base import Finding, Plugin, Probe, Reach, StopEvent, TrustEdit
+    from agentcfg.hosts.base import Finding, Plugin, Probe, Reach, Refused, StopEvent, TrustEdit
     from agentcfg.transcript import Spent, Usage
 
 NAME = "codex"
@@ -363,8 +363,8 @@ runner = defaults.runner
 
 
 ALLOW = (
-    'pass `-- --full-auto` to `agentcfg run`, or set sandbox_mode = "workspace-write" and '
-    'approval_policy = "never" in config.toml'
+    "pass `-- --sandbox workspace-write` to `agentcfg run`, or set sandbox_mode = "
+    '"workspace-write" in config.toml'
 )
 
 
@@ -386,7 +386,49 @@ def asks(root: Path, home: Path, env: Mapping[str, str], extra: Sequence[str]) -
     return [f"{TITLE}'s sandbox is read-only here: the agent cannot write the workspace; {ALLOW}"]
 
 
-refusals = defaults.refusals
+def refusals(stdout: str, stderr: str, keep: int = 3) -> Refused:
+    """The agent's commands Codex's sandbox kept from writing, and its last failed ones.
+
+    `codex exec` asks nobody (its approval is `never`): each command runs in the sandbox, and
+    stderr tells it as `exec`, the command line with `in <folder>`, then ` exited <code> in
+    <time>:` and its output. A read-only sandbox lets the command run but fails its writes with
+    `Read-only file system`: that is a refusal; any other non-zero exit is a failure.
+    """
+    from agentcfg.hosts.base import Refused
+
+    denied: list[str] = []
+    failed: list[str] = []
+    for command, output in _exits(stderr):
+        (denied if "Read-only file system" in output else failed).append(command)
+    return Refused(tuple(denied), tuple(failed[-keep:]))
+
+
+def _exits(stderr: str) -> list[tuple[str, str]]:
+    """Each command of a `codex exec` that exited non-zero, with its output."""
+    import re
+
+    told = re.compile(
+        r"^exec\n([^\n]+) in [^\n]*\n exited -?\d+ in [^\n]*:\n(.*?)(?=^(?:exec|codex|hook: .*|tokens used)$|\Z)",
+        re.M | re.S,
+    )
+    return [(_shown(line), output) for line, output in told.findall(stderr)]
+
+
+def _shown(line: str) -> str:
+    """The command the agent gave, from the command line Codex ran (`/bin/bash -lc '...'`)."""
+    import os
+    import shlex
+
+    try:
+        words = shlex.split(line)
+    except ValueError:
+        return line
+    shells = ("bash", "sh", "zsh")
+    if len(words) == 3 and os.path.basename(words[0]) in shells and words[1] in ("-c", "-lc"):
+        return words[2]
+    return line
+
+
 hear = defaults.hear
 
 

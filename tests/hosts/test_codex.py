@@ -160,3 +160,44 @@ def test_conflicting_trust_tables_are_refused_and_left_alone(ws: Path, codex_hom
     assert result.exit_code == 1
     assert "trust them by hand" in result.output
     assert (codex_home / "config.toml").read_text() == conflict
+
+
+# --- what `codex exec` tells of the agent's commands (`agentcfg run`'s ending) ---
+
+
+def test_codex_commands_its_read_only_sandbox_kept_from_writing_are_refusals() -> None:
+    told = (CODEX / "sandbox-read-only.txt").read_text()
+    found = codex.refusals("", told)
+    # the command the agent gave, out of the shell line Codex ran it with
+    assert found.denied == ("agentcfg roadmap done e2e 1.1",) * 4
+    assert found.failed == () and found.ignored == ()
+
+
+def test_codex_commands_that_failed_are_failures_not_refusals() -> None:
+    told = (CODEX / "command-failed.txt").read_text()
+    assert told.count(" exited 1 in ") == 4
+    found = codex.refusals("", told)
+    assert found.denied == ()
+    assert found.failed == ("agentcfg roadmap done e2e 1.1",) * 3  # the last three
+    assert codex.refusals("", told, keep=1).failed == ("agentcfg roadmap done e2e 1.1",)
+
+
+def test_codex_commands_that_succeeded_tell_nothing() -> None:
+    told = (CODEX / "commands-ran.txt").read_text()
+    assert " succeeded in " in told
+    assert codex.refusals("", told) == codex.refusals("", "")
+    assert not codex.refusals("", "").denied
+
+
+@pytest.mark.parametrize(
+    ("line", "shown"),
+    [
+        ("/bin/bash -lc 'make test'", "make test"),
+        ("/usr/bin/zsh -c 'echo \"a b\"'", 'echo "a b"'),
+        ("/bin/bash -lc 'unbalanced", "/bin/bash -lc 'unbalanced"),
+        ("python3 -c 'x'", "python3 -c 'x'"),
+    ],
+)
+def test_codex_command_lines_are_shown_as_the_agent_gave_them(line: str, shown: str) -> None:
+    told = f"exec\n{line} in /home/dev/project\n exited 2 in 5ms:\nboom\n\ncodex\nok\n"
+    assert codex.refusals("", told).failed == (shown,)

@@ -61,6 +61,7 @@ def test_each_hosts_warning_before_a_start_that_cannot_run_commands(
         (claude, ("--allowedTools=Bash(agentcfg:*)",)),
         (claude, ("--permission-mode", "bypassPermissions")),
         (codex, ("--full-auto",)),
+        (codex, ("--sandbox", "workspace-write")),
         (codex, ("-c", 'sandbox_mode="workspace-write"')),
         (gemini, ("--approval-mode", "yolo")),
         (qwen, ("--yolo",)),
