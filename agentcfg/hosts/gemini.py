@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from agentcfg.hosts.base import Answer, Finding, Plugin, Probe, Reach, StopEvent
+    from agentcfg.hosts.base import Answer, Finding, Plugin, Probe, Reach, Refused, StopEvent
     from agentcfg.transcript import Spent, Usage
 
 NAME = "gemini"
@@ -296,7 +296,24 @@ ALLOW = defaults.YOLO
 asks = defaults.yolo_asks(TITLE)
 
 
-refusals = defaults.refusals
+# what Gemini CLI headless leaves out of the model's tools unless `--approval-mode yolo` runs
+# them unasked (nobody is there to approve them)
+UNOFFERED = ("run_shell_command", "replace", "write_file")
+
+
+def refusals(stdout: str, stderr: str) -> Refused:
+    """The agent's calls to a tool Gemini CLI left out for want of approval. It offers the model
+    no shell headless without yolo; a call to it anyway ends on stderr in `Error executing tool
+    run_shell_command: Tool "run_shell_command" not found`, which names the tool, never the
+    command (nothing was run). Nothing it prints tells a command that failed."""
+    import re
+
+    from agentcfg.hosts.base import Refused
+
+    found = re.findall(r'^Error executing tool (\S+): Tool "\1" not found', stderr, re.M)
+    return Refused(tuple(tool for tool in found if tool in UNOFFERED))
+
+
 hear = defaults.hear
 
 

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from agentcfg.hosts.base import Finding, Probe, StopEvent
+    from agentcfg.hosts.base import Finding, Probe, Refused, StopEvent
 
 NAME = "qwen"
 TITLE = "Qwen Code"
@@ -169,7 +169,21 @@ ALLOW = defaults.YOLO
 asks = defaults.yolo_asks(TITLE)
 
 
-refusals = defaults.refusals
+def refusals(stdout: str, stderr: str) -> Refused:
+    """The agent's tool calls Qwen Code declined for want of approval: headless without yolo
+    it offers the model no shell, and a call to it anyway ends on stderr in `Warning: Tool
+    "run_shell_command" was not run: Qwen Code requires permission to use ...`, which names the
+    tool, never the command. Nothing it prints tells a command that failed."""
+    import re
+
+    from agentcfg.hosts.base import Refused
+
+    found = re.findall(
+        r'^Warning: Tool "([^"]+)" was not run: \S.* requires permission', stderr, re.M
+    )
+    return Refused(tuple(found))
+
+
 hear = defaults.hear
 
 

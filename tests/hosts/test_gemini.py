@@ -131,3 +131,22 @@ def test_gemini_needs_a_trusted_folder_and_hooks_on(ws: Path) -> None:
     off = findings("gemini")
     assert [f["level"] for f in off] == ["error", "ok"]
     assert "hooksConfig.enabled: false" in off[0]["message"]
+
+
+# --- what `gemini -p` tells of the agent's tool calls (`agentcfg run`'s ending) ---
+
+
+def test_gemini_calls_to_the_shell_it_left_out_headless_are_refusals() -> None:
+    """Without yolo, Gemini CLI offers no shell headless; the scripted agent called it anyway."""
+    told = (GEMINI / "shell-excluded.txt").read_text()
+    found = gemini.refusals("", told)
+    assert found.denied == ("run_shell_command",) * 4  # the tool: no command was run
+    assert found.failed == () and found.ignored == ()
+    assert gemini.refusals(told, "").denied == ()  # it says so on stderr only
+
+
+def test_gemini_calls_to_a_tool_that_does_not_exist_are_no_refusals() -> None:
+    told = (
+        'Error executing tool frobnicate: Tool "frobnicate" not found. Did you mean one of: "x"?\n'
+    )
+    assert gemini.refusals("", told).denied == ()

@@ -77,3 +77,16 @@ def test_qwen_install_leaves_a_cap_the_person_set(ws: Path) -> None:
     assert json.loads(path.read_text())["env"] == mine["env"]
     run_cli("hooks", "uninstall", "--host", "qwen")
     assert json.loads(path.read_text()) == mine
+
+
+# --- what `qwen` headless tells of the agent's tool calls (`agentcfg run`'s ending) ---
+
+
+def test_qwen_tool_calls_it_declined_for_want_of_approval_are_refusals() -> None:
+    """Without yolo, Qwen Code offers no shell headless; the scripted agent called it anyway."""
+    told = (QWEN / "permission-declined.txt").read_text()
+    found = qwen.refusals("", told)
+    assert found.denied == ("run_shell_command",) * 4  # the tool: no command was run
+    assert found.failed == () and found.ignored == ()
+    assert qwen.refusals(told, "").denied == ()  # it says so on stderr only
+    assert qwen.refusals("", "Warning: Tool output was long\n").denied == ()
