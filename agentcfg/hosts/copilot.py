@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from agentcfg.hosts.base import Finding, Probe, StopEvent
+    from agentcfg.hosts.base import Finding, Probe, Refused, StopEvent
 
 NAME = "copilot"
 TITLE = "Copilot CLI"
@@ -190,20 +190,42 @@ runner = defaults.runner
 headless = defaults.print_headless
 
 
-ALLOW = "pass `-- --allow-all-tools` to `agentcfg run` (or `--allow-tool 'shell'`)"
+ALLOW = (
+    "pass `-- --allow-all-tools --allow-all-paths` to `agentcfg run` (without --allow-all-paths "
+    "a command that names a path outside the folder is still refused)"
+)
+_ALLOWING = ("--allow-all-tools", "--allow-tool", "--allow-all", "--yolo")
 
 
 def asks(root: Path, home: Path, env: Mapping[str, str], extra: Sequence[str]) -> list[str]:
-    """`copilot -p` runs no tool nobody allowed: `--allow-all-tools`, `--allow-tool`, or
-    COPILOT_ALLOW_ALL in its environment."""
-    if any(w.partition("=")[0] in ("--allow-all-tools", "--allow-tool") for w in extra):
+    """`copilot -p` runs no tool nobody allowed: `--allow-all-tools`, `--allow-tool`,
+    `--allow-all` (`--yolo`), or COPILOT_ALLOW_ALL in its environment."""
+    if any(w.partition("=")[0] in _ALLOWING for w in extra):
         return []
     if env.get("COPILOT_ALLOW_ALL", "").lower() in ("1", "true"):
         return []
     return [f"{TITLE} headless runs no tool nobody allowed: {ALLOW}"]
 
 
-refusals = defaults.refusals
+def refusals(stdout: str, stderr: str, keep: int = 3) -> Refused:
+    """The agent's commands `copilot -p` refused, and its last failed ones. Each tool call that
+    did not succeed is told on stdout as `✗ <title> (<tool>)`, then `  │ <command>` and
+    `  └ <outcome>`: `Permission denied because no interactive user response was available.`
+    for a refusal, the command's output ending in `Failed with exit code <n>` for a failure."""
+    import re
+
+    from agentcfg.hosts.base import Refused
+
+    denied: list[str] = []
+    failed: list[str] = []
+    told = re.finditer(
+        r"^✗ [^\n]*\n {2}│ ([^\n]*)\n(?: {2}│ [^\n]*\n)* {2}└ ([^\n]*)", stdout, re.M
+    )
+    for call in told:
+        (denied if call[2].startswith("Permission denied") else failed).append(call[1])
+    return Refused(tuple(denied), tuple(failed[-keep:]))
+
+
 hear = defaults.hear
 
 

@@ -80,3 +80,28 @@ def test_copilot_files_in_both_scopes(ws: Path) -> None:
             ]
         },
     }
+
+
+# --- what `copilot -p` tells of the agent's tool calls (`agentcfg run`'s ending) ---
+
+
+def test_copilot_commands_nobody_could_approve_are_refusals() -> None:
+    told = (COPILOT / "permission-denied.txt").read_text()
+    found = copilot.refusals(told, "")
+    assert found.denied == ("agentcfg roadmap done e2e 1.1",)
+    assert found.failed == () and found.ignored == ()
+    assert copilot.refusals("", told).denied == ()  # it says so on stdout only
+
+
+def test_copilot_commands_that_failed_are_failures_not_refusals() -> None:
+    told = (COPILOT / "command-failed.txt").read_text()
+    found = copilot.refusals(told, "")
+    assert found.denied == () and found.failed == ("agentcfg roadmap done e2e 1.1",)
+    twice = copilot.refusals(told + "\n" + told.replace("e2e 1.1", "e2e 1.2"), "", keep=1)
+    assert twice.failed == ("agentcfg roadmap done e2e 1.2",)
+
+
+def test_copilot_allows_commands_headless_with_any_of_its_allowing_flags(tmp_path: Path) -> None:
+    for extra in (("--allow-all",), ("--yolo",), ("--allow-tool=shell",)):
+        assert copilot.asks(tmp_path, tmp_path, {}, extra) == [], extra
+    assert len(copilot.asks(tmp_path, tmp_path, {}, ("--allow-all-paths",))) == 1
