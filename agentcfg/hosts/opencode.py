@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from agentcfg.hosts.base import Finding, Probe, StopEvent
+    from agentcfg.hosts.base import Finding, Probe, Refused, StopEvent
     from agentcfg.run.runners import Runner
 
 NAME = "opencode"
@@ -188,7 +188,23 @@ NAMES_SESSION = False  # OpenCode names its sessions: the run's server makes eac
 # its headless permissions come from opencode.json (`permission.bash`), allowed by default
 ALLOW = 'set `"permission": {"bash": "allow"}` in opencode.json'
 asks = defaults.asks
-refusals = defaults.refusals
+
+
+def refusals(stdout: str, stderr: str) -> Refused:
+    """The agent's commands OpenCode refused for want of approval (`"bash": "ask"`): the
+    attached `opencode run` refuses each one it sees and says so on stderr, `! permission
+    requested: bash (<command>); auto-rejecting`. Those the session asks once it has exited
+    the run's server refuses unseen (see `opencode_server`). `"bash": "deny"` offers the model
+    no shell at all, and nothing is printed. Nothing it prints tells a command that failed."""
+    import re
+
+    from agentcfg.hosts.base import Refused
+
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", stderr)
+    found = re.findall(r"^! permission requested: \S+ \((.*)\); auto-rejecting$", plain, re.M)
+    return Refused(tuple(found))
+
+
 hear = defaults.hear
 
 

@@ -214,11 +214,28 @@ class Served:
             return True  # the server is gone: the next start brings it back
         if busy:
             self.quiet_since = None
+            self._refuse_asked(session)
             return False
         now = self.clock()
         if self.quiet_since is None:
             self.quiet_since = now
         return ended or now - self.quiet_since >= QUIET
+
+    def _refuse_asked(self, session: str | None) -> None:
+        """Refuse what the session asks permission for once no `run --attach` is there to
+        answer (attached, that process refuses it itself, `auto-rejecting`): nobody else can,
+        and unanswered it keeps the session busy for good."""
+        try:
+            asked = self._request("GET", "/permission")
+        except (OSError, ValueError):
+            return
+        for request in asked if isinstance(asked, list) else []:
+            if not isinstance(request, dict) or not isinstance(request.get("id"), str):
+                continue
+            if session is None or request.get("sessionID") == session:
+                with contextlib.suppress(OSError, ValueError):
+                    where = f"/permission/{urllib.parse.quote(request['id'])}/reply"
+                    self._request("POST", where, {"reply": "reject"})
 
     def interrupt(self, session: str | None) -> None:
         if session is None:

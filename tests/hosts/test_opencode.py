@@ -225,3 +225,16 @@ def test_a_reply_that_ended_on_an_error_is_not_continued(ws: Path) -> None:
         message["info"]["id"] = f"msg_{number}"
     assert run_plugin(ws, install.hook_command("opencode"), messages=limited)["calls"] == []
     assert ledger(ws) == []
+
+
+# --- what `opencode run --attach` tells of the agent's tool calls (`agentcfg run`'s ending) ---
+
+
+def test_opencode_commands_it_refused_for_want_of_approval_are_refusals() -> None:
+    """`"permission": {"bash": "ask"}`: the attached run refuses the call itself."""
+    told = (FIXTURES / "opencode-1.18.33" / "permission-ask.txt").read_text()
+    assert "\x1b[" in told  # coloured, as the person's terminal would show it
+    found = opencode.refusals("", told)
+    assert found.denied == ("agentcfg roadmap done e2e 1.1",)
+    assert found.failed == () and found.ignored == ()
+    assert opencode.refusals(told, "").denied == ()  # it says so on stderr only
