@@ -26,10 +26,16 @@ DONE, IDLE = "That step is done.", "Still thinking about it."
 
 class Script:
     def __init__(
-        self, slug: str, agentcfg: str, idle: bool = False, no_verify: bool = False
+        self,
+        slug: str,
+        agentcfg: str,
+        idle: bool = False,
+        no_verify: bool = False,
+        unlisted: str | None = None,
     ) -> None:
         self.slug, self.agentcfg, self.idle = slug, agentcfg, idle
         self.no_verify = no_verify  # close each step without running its verify line
+        self.unlisted = unlisted  # a shell tool the agent calls even where its host offers none
         self.requests: list[dict[str, Any]] = []
         self.answers = 0  # answers to the agent's own turn, each reporting USAGE
         self.lock = threading.Lock()
@@ -43,7 +49,9 @@ class Script:
                 self.answers += 1
         if not tools:
             return "text", "Roadmap work"  # a side request (a title): not the agent's turn
-        shell = next(name for name in SHELL_TOOLS if name in tools)
+        shell = next((name for name in SHELL_TOOLS if name in tools), self.unlisted)
+        if shell is None:
+            raise LookupError(f"no shell tool among the host's tools: {tools}")
         last = (body.get("messages") or [{}])[-1]
         if last.get("role") == "tool":
             return "text", IDLE if self.idle else DONE
