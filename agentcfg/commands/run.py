@@ -134,7 +134,11 @@ def run(
     extra: tuple[str, ...],
 ) -> None:
     """Run a host headless on roadmaps/<SLUG>.md until the run ends; arguments after `--`
-    go to the host. Exit 0 when complete; see the README for the other exit codes."""
+    go to the host. Exit 0 when complete; see the README for the other exit codes.
+
+    The ending names the agent's tool calls the host refused for want of approval, and how
+    to allow them. Gemini CLI and Qwen Code without yolo, and OpenCode with bash denied, offer
+    the model no shell at all: only a call to it anyway is told, as the tool, not a command."""
     moment = clock().now()
     offset = float(time.localtime(moment).tm_gmtoff)
     parsed_window = None
