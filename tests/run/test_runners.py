@@ -47,6 +47,9 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         if self.path == "/session/status":
             self.answer(Path("status.json").read_text() if Path("status.json").exists() else "{}")
+        elif self.path == "/permission":
+            asked = Path("permissions.json")
+            self.answer(asked.read_text() if asked.exists() else "[]")
         elif self.path.endswith("/message"):
             Path("asked").write_text(self.path)
             self.answer(Path("messages.json").read_text())
@@ -54,8 +57,10 @@ class Handler(BaseHTTPRequestHandler):
             self.send_error(404)
 
     def do_POST(self):
-        self.rfile.read(int(self.headers.get("content-length") or 0))
+        body = self.rfile.read(int(self.headers.get("content-length") or 0))
         Path("posted").open("a").write(self.path + "\\n")
+        if self.path.startswith("/permission/"):
+            Path("replies").open("a").write(self.path + " " + body.decode() + "\\n")
         if self.path.endswith("/abort"):
             if Path("slow").exists():  # a server too busy to answer in time
                 import time
@@ -134,6 +139,27 @@ def test_a_start_is_over_only_once_the_session_stays_idle(binary: Path, tmp_path
         assert runner.settled("ses_made1", ended=False)
         runner.argv("again", "ses_made1", True, ())  # a new start counts afresh
         assert not runner.settled("ses_made1", ended=False)
+
+
+def test_what_a_session_asks_approval_for_with_no_run_attached_is_refused(
+    binary: Path, tmp_path: Path
+) -> None:
+    """`"bash": "ask"`: the attached `opencode run` refuses the first ask and exits; what the
+    session asks later nobody else answers, and unanswered it would stay busy for good."""
+    asked = [
+        {"id": "per_1", "sessionID": "ses_made1", "permission": "bash", "patterns": ["make"]},
+        {"id": "per_2", "sessionID": "ses_other", "permission": "bash", "patterns": ["ls"]},
+    ]
+    (tmp_path / "permissions.json").write_text(json.dumps(asked))
+    (tmp_path / "status.json").write_text(json.dumps({"ses_made1": {"type": "busy"}}))
+    with served(binary, tmp_path) as runner:
+        assert not runner.settled("ses_made1", ended=False)
+        # only the run's own session's ask, refused once per look
+        assert (tmp_path / "replies").read_text() == '/permission/per_1/reply {"reply": "reject"}\n'
+        (tmp_path / "status.json").write_text("{}")
+        (tmp_path / "replies").unlink()
+        runner.settled("ses_made1", ended=False)
+        assert not (tmp_path / "replies").exists()  # idle: nothing asked of anyone
 
 
 def test_a_server_gone_mid_run_ends_the_start_and_the_next_start_brings_it_back(
