@@ -16,7 +16,15 @@ from pathlib import Path
 from tests.e2e import more_hosts, openai_model
 from tests.e2e.harness import AGENTCFG, SLUG, TIMEOUT, agentcfg
 from tests.e2e.test_opencode import configure
-from tests.e2e.test_run import Driven, RunScript, codex_setup, gemini_setup, model, with_url
+from tests.e2e.test_run import (
+    Driven,
+    RunScript,
+    codex_setup,
+    gemini_setup,
+    model,
+    run_openai,
+    with_url,
+)
 
 
 def permissions(run: Driven, title: str) -> tuple[dict[str, object], str]:
@@ -43,22 +51,9 @@ def scripted(host: str, root: Path, home: Path, env: dict[str, str], *extra: str
 
 
 def chat(host: str, root: Path, base: dict[str, str], env: dict[str, str], *extra: str) -> Driven:
-    """`agentcfg run` on Qwen Code or Copilot CLI, in the project `more_hosts.workspace` made,
-    against the chat-completions scripted model."""
+    """`agentcfg run` on Qwen Code or Copilot CLI; the agent calls the shell even unoffered."""
     script = openai_model.Script(SLUG, AGENTCFG, unlisted="run_shell_command")
-    server = openai_model.serve(script)
-    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    path = f"{Path(more_hosts.host_binary(host)).parent}:{base['PATH']}"
-    try:
-        proc = subprocess.run(
-            [AGENTCFG, "run", SLUG, "--host", host, "--json", "--", *extra],
-            cwd=root, env={**base, "PATH": path, **{k: v.replace("{url}", url) for k, v in env.items()}},
-            capture_output=True, text=True, timeout=TIMEOUT * 2, stdin=subprocess.DEVNULL,
-            check=False,
-        )  # fmt: skip
-    finally:
-        server.shutdown()
-    return Driven(root, Path(base["HOME"]), RunScript(), proc)
+    return run_openai(host, root, base, env, script, *extra)
 
 
 def test_codex_in_a_read_only_sandbox_ends_naming_the_refused_command_and_the_fix(

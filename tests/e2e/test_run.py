@@ -388,7 +388,18 @@ def test_fresh_per_step_works_each_step_in_a_session_of_its_own(tmp_path: Path) 
 def drive_openai(host: str, tmp_path: Path, steps: int, env: dict[str, str], *extra: str) -> Driven:
     """`agentcfg run` on Qwen Code or Copilot CLI against the chat-completions scripted model."""
     root, base = more_hosts.workspace(tmp_path, host, steps)
-    script = openai_model.Script(SLUG, AGENTCFG)
+    return run_openai(host, root, base, env, openai_model.Script(SLUG, AGENTCFG), *extra)
+
+
+def run_openai(
+    host: str,
+    root: Path,
+    base: dict[str, str],
+    env: dict[str, str],
+    script: openai_model.Script,
+    *extra: str,
+) -> Driven:
+    """`agentcfg run` in a project `more_hosts.workspace` made, `script` playing the model."""
     server = openai_model.serve(script)
     url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     path = f"{Path(more_hosts.host_binary(host)).parent}:{base['PATH']}"
