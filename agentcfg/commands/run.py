@@ -35,10 +35,16 @@ def _passed_on(
     window: str | None,
     max_restarts: int | None,
     max_wait: float | None,
+    reserve: str | None,
     fresh_per_step: bool,
 ) -> list[str]:
     """The run options each fleet member gets as they were given."""
-    given = {"--until": until, "--window": window, "--max-restarts": max_restarts}
+    given = {
+        "--until": until,
+        "--window": window,
+        "--max-restarts": max_restarts,
+        "--reserve": reserve,
+    }
     line = [
         part for name, value in given.items() if value is not None for part in (name, str(value))
     ]
@@ -170,7 +176,11 @@ def run(
     baseline = (lambda: None) if no_baseline else partial(_baseline, ws, slug, as_json)
     lease = (into, coordinate, lease_ttl or TTL)
     if agents is not None:  # each member warns as it starts: a fleet that cannot start is one line
-        passed = [*_passed_on(until, window, max_restarts, max_wait, fresh_per_step), "--", *extra]
+        passed = [
+            *_passed_on(until, window, max_restarts, max_wait, reserve, fresh_per_step),
+            "--",
+            *extra,
+        ]
         raise SystemExit(_fleet(ws, request, agents, lease, passed, baseline))
     if member is not None and fleet_root is not None:  # a fleet's member: the fleet's leases
         raise SystemExit(_member(ws, request, ready, (member, fleet_root), lease, as_json))
