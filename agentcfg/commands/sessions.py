@@ -72,7 +72,7 @@ def claim_command(
         raise click.UsageError("--coordinate and --lease-ttl go with --step")
     inside = agent_session(os.environ, ws=ws) is not None
     if step is None:
-        _claim(ws, slug, force, session, max_iterations, wall_clock, max_tokens, inside)
+        _claim(ws, slug, force, session, (max_iterations, wall_clock, max_tokens), inside)
         return
     held = read_membership(ws, ws.canonical(slug))
     if inside and held is not None:  # a member's agent works the one step it leases
@@ -80,7 +80,7 @@ def claim_command(
     host = host_of(os.environ)
     lease = fleet.claim_step(
         ws, slug, step,
-        lambda: _claim(ws, slug, force, session, max_iterations, wall_clock, max_tokens, inside),
+        lambda: _claim(ws, slug, force, session, (max_iterations, wall_clock, max_tokens), inside),
         session_id=claims.find_session(session, os.environ, session_env()), force=force,
         inside=inside, host=host.NAME if host else "unknown", coordinate=coordinate, now=now(),
         ttl=lease_ttl or TTL,
@@ -96,12 +96,12 @@ def _claim(
     slug: str,
     force: bool,
     session: str | None,
-    max_iterations: int | None,
-    wall_clock: float | None,
-    max_tokens: int | None,
+    asked: tuple[int | None, float | None, int | None],
     inside: bool,
 ) -> None:
-    max_iterations, wall_clock, cut = claims.clamp_budget(max_iterations, wall_clock)
+    """The claim, told: `asked` is the budget given (iterations, wall clock, tokens)."""
+    max_iterations, wall_clock, cut = claims.clamp_budget(asked[0], asked[1])
+    max_tokens = asked[2]
     for line in cut:
         click.echo(f"note: {line}")
     budget = {"max_iterations": max_iterations, "wall_clock": wall_clock, "max_tokens": max_tokens}
