@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -30,26 +31,18 @@ from agentcfg.run import model as unattended
 from agentcfg.workspace import Workspace
 
 
-def _passed_on(
-    until: str | None,
-    window: str | None,
-    max_restarts: int | None,
-    max_wait: float | None,
-    reserve: str | None,
-    fresh_per_step: bool,
-) -> list[str]:
-    """The run options each fleet member gets as they were given."""
-    given = {
-        "--until": until,
-        "--window": window,
-        "--max-restarts": max_restarts,
-        "--reserve": reserve,
-    }
+def _passed_on(given: Mapping[str, Any]) -> list[str]:
+    """The run options each fleet member gets as they were given (`given`: the command's
+    parameters by name)."""
     line = [
-        part for name, value in given.items() if value is not None for part in (name, str(value))
+        part
+        for name in ("until", "window", "max_restarts", "reserve")
+        if given[name] is not None
+        for part in ("--" + name.replace("_", "-"), str(given[name]))
     ]
-    line += [] if max_wait is None else ["--max-wait", f"{int(max_wait)}s"]
-    return line + (["--fresh-per-step"] if fresh_per_step else [])
+    if given["max_wait"] is not None:
+        line += ["--max-wait", f"{int(given['max_wait'])}s"]
+    return line + (["--fresh-per-step"] if given["fresh_per_step"] else [])
 
 
 _HOSTS = " or ".join(", ".join(driver.runnable_hosts()).rsplit(", ", 1))
@@ -176,11 +169,7 @@ def run(
     baseline = (lambda: None) if no_baseline else partial(_baseline, ws, slug, as_json)
     lease = (into, coordinate, lease_ttl or TTL)
     if agents is not None:  # each member warns as it starts: a fleet that cannot start is one line
-        passed = [
-            *_passed_on(until, window, max_restarts, max_wait, reserve, fresh_per_step),
-            "--",
-            *extra,
-        ]
+        passed = [*_passed_on(click.get_current_context().params), "--", *extra]
         raise SystemExit(_fleet(ws, request, agents, lease, passed, baseline))
     if member is not None and fleet_root is not None:  # a fleet's member: the fleet's leases
         raise SystemExit(_member(ws, request, ready, (member, fleet_root), lease, as_json))
