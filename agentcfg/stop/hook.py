@@ -10,6 +10,7 @@ import os
 import sys
 
 from agentcfg import _speed, paths
+from agentcfg.core import events
 from agentcfg.hosts.registry import DEFAULT, HOSTS, adapter, detect
 from agentcfg.stop import preflight
 
@@ -153,14 +154,14 @@ def decide(ctx: HookContext, budget: float | None = None) -> Verdict:
         with time_limit(budget):
             handed = steps.run_steps(ctx, steps.BEFORE, handed)
     except ConcernTimeout:  # the steps spent the fire's time: the chain allows, out of time
-        ctx.log("error", reason="the hook's steps ran out of time")
+        ctx.log(events.ERROR, reason="the hook's steps ran out of time")
     left = budget - (time.monotonic() - started)
     verdict, outcomes = run_chain(ctx, ctx.config.chain, REGISTRY, left, handed)
     if ctx.problem is not None:
-        ctx.log("error", reason=ctx.problem)
+        ctx.log(events.ERROR, reason=ctx.problem)
     for outcome in outcomes:
         if outcome.error is not None:
-            ctx.log("concern-error", concern=outcome.entry.name, error=outcome.error)
+            ctx.log(events.CONCERN_ERROR, concern=outcome.entry.name, error=outcome.error)
     return verdict
 
 
@@ -188,7 +189,7 @@ def _record_failure(
         session = host.session_of(payload) if host is not None and payload is not None else ""
         key = paths.session_key(session) if session else None
         record = state.event(
-            "error",
+            events.ERROR,
             time.time(),
             key,
             None,
