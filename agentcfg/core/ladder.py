@@ -205,13 +205,8 @@ def _climb(read: RunState, fire: Fire, caps: Caps) -> Decision:
     def settle(block: bool, event: str | None, state: RunState) -> Decision:
         return Decision(block, event, state, state != read)
 
-    ending = (
-        None
-        if fire.open_ids is None or fire.open
-        else events.BLOCKED
-        if fire.blocked
-        else events.COMPLETE
-    )
+    done = events.BLOCKED if fire.blocked else events.COMPLETE
+    ending = None if fire.open_ids is None or fire.open else done
     if ending == events.COMPLETE and fire.unfinal:
         ending = None  # rung 7 needs the final re-proof: until it is recorded, work remains
     pausing = fire.person == "pause" or (run.paused and fire.person != "resume")

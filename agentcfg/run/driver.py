@@ -397,7 +397,7 @@ class _Driver:
                 return self._drive()
         except KeyboardInterrupt as stop:
             by = "signal" if isinstance(stop, Terminated) else controls.TERMINAL
-            return self.finish(plan.finish(events.INTERRUPTED), decided_here=True, by=by)
+            return self.finish(plan.finish(events.INTERRUPTED), by=by)
 
     def _drive(self) -> Result:
         """Claim the roadmap, then carry out each decision the model returns until an ending."""
@@ -408,7 +408,7 @@ class _Driver:
         self.started = clock.now()
         while action.kind != "finish":
             action = self._step(action)
-        return self.finish(action, decided_here=not action.recorded)
+        return self.finish(action)
 
     def _step(self, action: plan.Action) -> plan.Action:
         """Carry out one decision (a re-proof, a wait, a start of the host): the next one."""
@@ -592,12 +592,12 @@ class _Driver:
             changed=guarded(self.ws, self.slug, self.env), key=self.current.key,
         )  # fmt: skip
 
-    def finish(self, action: plan.Action, decided_here: bool, by: str | None = None) -> Result:
+    def finish(self, action: plan.Action, by: str | None = None) -> Result:
         """Record an ending the driver decided (the hook records its own); report the run."""
         ending = action.ending or events.COMPLETE
         slug, progress = self.slug, self.progress
         evidence = _evidence(self.ws, slug, self.env) if ending == events.COMPLETE else ("", {})
-        if decided_here:
+        if not action.recorded:
             fields: dict[str, Any] = {"starts": progress.starts, "restarts": progress.restarts}
             if ending == events.COMPLETE:
                 fields["evidence"], fields["words"] = evidence
