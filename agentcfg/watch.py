@@ -165,11 +165,11 @@ def status(run: Run, now: float | None) -> str:
         return f"waiting until {iso(run.resume_at)[11:16]}"
     if outcome == "idle":
         return f"idle since {iso(run.last)[11:16]}"
-    if outcome == "stopped":
+    if outcome == events.STOPPED:
         return "stopped by a person"
     if outcome.startswith("halt-"):
         return f"halted: {outcome}"
-    if outcome == "complete" and run.evidence:
+    if outcome == events.COMPLETE and run.evidence:
         return f"complete: {run.evidence}"
     return outcome
 

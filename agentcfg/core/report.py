@@ -967,7 +967,7 @@ def pause_lines(row: dict[str, Any]) -> list[str]:
             (
                 moved["at"],
                 f"{moved['at'][11:16]} {moved['to'] or '?'} took over from {moved['from'] or '?'} "
-                f"({'the reserve' if moved['reason'] == 'paused-quota' else 'its usage limit'})",
+                f"({'the reserve' if moved['reason'] == events.PAUSED_QUOTA else 'its usage limit'})",
             )
         )
     return [line for _at, line in sorted(lines)]

@@ -36,13 +36,14 @@ from agentcfg.hosts.base import settings_hook
 from agentcfg.hosts.registry import adapter
 from agentcfg.paths import LOCKS, ROADMAPS, STATE, WORKTREES
 from agentcfg.run import driver
-from agentcfg.run.model import EXIT_CODES
 from agentcfg.run.runners import GRACE
 from agentcfg.workspace import Workspace
 
 INTEGRATION_LOCK_WAIT = 3600.0  # integrations queue behind each other, each runs a verify line
 REOPEN_LIMIT = 2  # a step reopened this often is left to a person
-LEFT_TO_A_PERSON = EXIT_CODES["handback-question"]  # only such steps are left: a person's turn
+LEFT_TO_A_PERSON = events.EXIT_CODES[
+    events.HANDBACK_QUESTION
+]  # only such steps are left: a person's turn
 POLL = 2.0  # seconds between looks while every open step is leased by another member
 PUBLISH_TRIES = 5
 DONE_GRACE = 30.0  # seconds a member may still run once no step is open: it gives back and ends
@@ -545,14 +546,14 @@ def run_fleet(
         _remove(the_fleet, len(members))
     counts = scan(loading.load(ws, the_fleet.slug)).counts
     closed = max(0, counts.done - done_before)  # on the fleet's branch, by every machine
-    ending = "complete" if counts.open == 0 and counts.blocked == 0 else (
-        "blocked" if counts.open == 0 else "unfinished"
+    ending = events.COMPLETE if counts.open == 0 and counts.blocked == 0 else (
+        events.BLOCKED if counts.open == 0 else "unfinished"
     )  # fmt: skip
     if ending == events.COMPLETE:
         found = final_reproof(the_fleet, env)
         say(f"fleet on `{the_fleet.slug}`: {found.summary()} on `{the_fleet.into}`")
         if not found.ok:
-            ending = "halt-unproven"
+            ending = events.HALT_UNPROVEN
             counts = scan(loading.load(ws, the_fleet.slug)).counts
     records = _events(ws, the_fleet.slug)
     starts = [k for k, e in enumerate(records) if e.get("event") == events.FLEET_START]
@@ -568,7 +569,7 @@ def run_fleet(
         f"{counts.open} open; member exits {codes}"
     )
     if ending != "unfinished":
-        return EXIT_CODES[ending]
+        return events.EXIT_CODES[ending]
     return next((code for code in codes if code), LEFT_TO_A_PERSON)
 
 

@@ -101,7 +101,7 @@ class RunContinuation:
         run = RunState.fresh(ctx.now)
         found, problem = claims.load_run(path)
         if problem in ("unreadable", contract.TAMPERED):  # told once: replaced by a halted state
-            halt = TAMPERED if problem == contract.TAMPERED else "halt-state-unreadable"
+            halt = TAMPERED if problem == contract.TAMPERED else events.HALT_STATE_UNREADABLE
             halted = run._replace(halted=halt)
             claims.write_run(path, halted)  # OSError: allow, above
             record = f"this session's run state {claims.run_file_shown(ctx.key, claim.slug)}"
