@@ -292,15 +292,15 @@ def reproved(
     )
 
 
+HANDBACKS = (*events.HANDBACKS, events.STOPPED)  # what the hook tells of a turn it lets end
+
+
 def handed_back(events_seen: Iterable[Mapping[str, object]], run: str | None) -> str | None:
     """The run's hand-back (or the person's stop) the hook recorded last for `run`; None when
     it recorded another turn end since, or none."""
     mine = [e.get("event") for e in events_seen if e.get("run") == run]
     last = next((n for n in reversed(mine) if n not in (events.VERIFIED, events.MARKED_DONE)), None)
     return last if isinstance(last, str) and last in HANDBACKS else None
-
-
-HANDBACKS = (*events.HANDBACKS, events.STOPPED)  # what the hook tells of a turn it lets end
 
 
 def progressed(events_seen: Iterable[Mapping[str, object]]) -> bool:
