@@ -110,4 +110,7 @@ class HostFileError(Exception):
 # the program of our plugins' hook lines, as their hook files write it
 PLUGIN_PROGRAMS = ('"${CLAUDE_PLUGIN_ROOT}/bin/agentcfg"', '"${extensionPath}/plugin/bin/agentcfg"')
 
+# how our own texts to the agent begin: a prompt that starts so is ours sent back, not the person's
+OWN_TEXTS = ("run-continuation:", "turn-end-gate:")
+
 SESSION_START = "SessionStart"  # Claude Code's and Qwen Code's event, source `compact` after one

@@ -7,20 +7,19 @@ exit 0 is shown to the person.
 from __future__ import annotations
 
 from agentcfg.hosts import defaults
+from agentcfg.hosts.defaults import IDLE as IDLE
+from agentcfg.hosts.defaults import allow as allow
+from agentcfg.hosts.defaults import block as block
 
-# the defaults this host keeps, each re-exported as a member
-from agentcfg.hosts.defaults import (  # isort: skip
-    allow as allow,
-    block as block,
-    block_cap as block_cap,  # 8 blocks in a row at most, but a tool call resets the count
-    cwd_of as cwd_of,
-    parse as parse,
-    registered as registered,
-    render as render,
-    runner as runner,
-    session_of as session_of,
-    trust as trust,
-)
+# 8 blocks in a row at most, but a tool call resets the count
+from agentcfg.hosts.defaults import block_cap as block_cap
+from agentcfg.hosts.defaults import cwd_of as cwd_of
+from agentcfg.hosts.defaults import parse as parse
+from agentcfg.hosts.defaults import registered as registered
+from agentcfg.hosts.defaults import render as render
+from agentcfg.hosts.defaults import runner as runner
+from agentcfg.hosts.defaults import session_of as session_of
+from agentcfg.hosts.defaults import trust as trust
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -33,7 +32,6 @@ if TYPE_CHECKING:
 
 NAME = "claude"
 TITLE = "Claude Code"
-IDLE = ""
 SESSION_ENV = ("CLAUDE_CODE_SESSION_ID",)
 AGENT_ENV = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT")
 PROGRAMS = ("claude", "@anthropic-ai/claude-code")

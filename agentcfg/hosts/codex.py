@@ -10,20 +10,17 @@ untrusted hook is skipped without a word, so install and doctor say which trust 
 from __future__ import annotations
 
 from agentcfg.hosts import defaults
-
-# the defaults this host keeps, each re-exported as a member
-from agentcfg.hosts.defaults import (  # isort: skip
-    block as block,
-    block_cap as block_cap,
-    cwd_of as cwd_of,
-    hear as hear,
-    parse as parse,
-    refusals as refusals,
-    registered as registered,
-    render as render,
-    runner as runner,
-    session_of as session_of,
-)
+from agentcfg.hosts.defaults import IDLE as IDLE
+from agentcfg.hosts.defaults import block as block
+from agentcfg.hosts.defaults import block_cap as block_cap
+from agentcfg.hosts.defaults import cwd_of as cwd_of
+from agentcfg.hosts.defaults import hear as hear
+from agentcfg.hosts.defaults import parse as parse
+from agentcfg.hosts.defaults import refusals as refusals
+from agentcfg.hosts.defaults import registered as registered
+from agentcfg.hosts.defaults import render as render
+from agentcfg.hosts.defaults import runner as runner
+from agentcfg.hosts.defaults import session_of as session_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -36,7 +33,6 @@ if TYPE_CHECKING:
 
 NAME = "codex"
 TITLE = "Codex CLI"
-IDLE = ""
 SESSION_ENV = ("CODEX_SESSION_ID", "CODEX_THREAD_ID")
 AGENT_ENV = ("CODEX_SANDBOX", "CODEX_SANDBOX_NETWORK_DISABLED", "CODEX_MANAGED_PACKAGE_ROOT")
 PROGRAMS = ("codex", "@openai/codex")

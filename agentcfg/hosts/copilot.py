@@ -10,20 +10,23 @@ Project hooks fire in `-p` only in a trusted folder (`--trust-folder`).
 from __future__ import annotations
 
 from agentcfg.hosts import defaults
+from agentcfg.hosts.defaults import IDLE as IDLE
+from agentcfg.hosts.defaults import cwd_of as cwd_of
+from agentcfg.hosts.defaults import hear as hear
+from agentcfg.hosts.defaults import parse as parse
+from agentcfg.hosts.defaults import plugin as plugin
+from agentcfg.hosts.defaults import refusals as refusals
+from agentcfg.hosts.defaults import render as render
+from agentcfg.hosts.defaults import runner as runner
 
-# the defaults this host keeps, each re-exported as a member
-from agentcfg.hosts.defaults import (  # isort: skip
-    cwd_of as cwd_of,
-    hear as hear,
-    parse as parse,
-    plugin as plugin,
-    refusals as refusals,
-    render as render,
-    runner as runner,
-    store_reach as store_reach,  # no sandbox of its own that agentcfg reads
-    trust as trust,  # folder trust is the person's to give in Copilot CLI; `checks` says how
-    usage_since as usage_since,  # no captured Copilot CLI events file shows its usage
-)
+# no sandbox of its own that agentcfg reads
+from agentcfg.hosts.defaults import store_reach as store_reach
+
+# folder trust is the person's to give in Copilot CLI; `checks` says how
+from agentcfg.hosts.defaults import trust as trust
+
+# no captured Copilot CLI events file shows its usage
+from agentcfg.hosts.defaults import usage_since as usage_since
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -35,7 +38,6 @@ if TYPE_CHECKING:
 
 NAME = "copilot"
 TITLE = "Copilot CLI"
-IDLE = ""
 SESSION_ENV = ("COPILOT_AGENT_SESSION_ID",)
 AGENT_ENV = ("COPILOT_CLI",)
 PROGRAMS = ("copilot", "@github/copilot")
@@ -43,7 +45,6 @@ PROVEN = True
 EVENT = "agentStop"
 FILE = "agentcfg.json"
 BLOCK_CAP = 8
-OWN_TEXTS = ("run-continuation:", "turn-end-gate:")
 
 
 def recognises(payload: Mapping[str, object]) -> bool:
@@ -85,6 +86,7 @@ def read_events(path: str) -> tuple[str, str | None]:
     holds none) and the text of the reply since the last message to the agent (None: unknown)."""
     import json
 
+    from agentcfg.hosts.base import OWN_TEXTS
     from agentcfg.transcript import read_tail
 
     tail = read_tail(path)

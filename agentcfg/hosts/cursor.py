@@ -8,24 +8,24 @@ Cursor gives a generation id per agent reply and a `loop_count` of follow-ups: a
 from __future__ import annotations
 
 from agentcfg.hosts import defaults
+from agentcfg.hosts.defaults import ALLOW as ALLOW
+from agentcfg.hosts.defaults import asks as asks
+from agentcfg.hosts.defaults import block_cap as block_cap
+from agentcfg.hosts.defaults import headless as headless
+from agentcfg.hosts.defaults import hear as hear
+from agentcfg.hosts.defaults import limit_reset as limit_reset
+from agentcfg.hosts.defaults import parse as parse
+from agentcfg.hosts.defaults import plugin as plugin
+from agentcfg.hosts.defaults import refusals as refusals
+from agentcfg.hosts.defaults import render as render
+from agentcfg.hosts.defaults import runner as runner
 
-# the defaults this host keeps, each re-exported as a member
-from agentcfg.hosts.defaults import (  # isort: skip
-    ALLOW as ALLOW,
-    asks as asks,
-    block_cap as block_cap,
-    headless as headless,
-    hear as hear,
-    limit_reset as limit_reset,
-    parse as parse,
-    plugin as plugin,
-    refusals as refusals,
-    render as render,
-    runner as runner,
-    store_reach as store_reach,  # no sandbox of its own that agentcfg reads
-    trust as trust,
-    usage_since as usage_since,  # Cursor's transcript records no token usage
-)
+# no sandbox of its own that agentcfg reads
+from agentcfg.hosts.defaults import store_reach as store_reach
+from agentcfg.hosts.defaults import trust as trust
+
+# Cursor's transcript records no token usage
+from agentcfg.hosts.defaults import usage_since as usage_since
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -16,16 +16,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from agentcfg.hosts.base import (
-        Answer,
-        Finding,
-        Plugin,
-        Probe,
-        Reach,
-        Refused,
-        StopEvent,
-        TrustEdit,
-    )
+    from agentcfg.hosts.base import Answer, Finding, Plugin, Probe, Reach, Refused, StopEvent
     from agentcfg.hosts.protocols import Wiring
     from agentcfg.run.runners import Runner
     from agentcfg.transcript import Spent
@@ -303,6 +294,8 @@ def session_start_finding(host: Wiring, path: Path) -> list[Finding]:
     ]  # fmt: skip
 
 
+IDLE = ""  # nothing printed when the hook allows with nothing to say
+
 # Claude Code's settings shape, which Codex and Qwen Code copy: a `Stop` hook in a group of its own
 STOP = "Stop"
 
@@ -410,15 +403,8 @@ def checks(path: Path, root: Path, home: Path, env: Mapping[str, str]) -> list[F
     return []  # nothing the host needs beyond the hook in its file
 
 
-def trust(
-    document: Mapping[str, Any],
-    path: Path,
-    root: Path,
-    home: Path,
-    env: Mapping[str, str],
-    grant: bool,
-) -> TrustEdit | None:
-    return None  # no trust of the host's own for agentcfg to write
+def trust(*_: object) -> None:
+    """No trust of the host's own for agentcfg to write (whatever `Wiring.trust` is given)."""
 
 
 def block_cap(root: Path, home: Path, env: Mapping[str, str]) -> tuple[int, str] | None:

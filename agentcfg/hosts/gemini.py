@@ -11,20 +11,19 @@ unless the prompt is one of our own texts sent back on a retry: that is no new t
 from __future__ import annotations
 
 from agentcfg.hosts import defaults
+from agentcfg.hosts.defaults import IDLE as IDLE
+from agentcfg.hosts.defaults import allow as allow
+from agentcfg.hosts.defaults import block_cap as block_cap
+from agentcfg.hosts.defaults import cwd_of as cwd_of
+from agentcfg.hosts.defaults import hear as hear
+from agentcfg.hosts.defaults import parse as parse
+from agentcfg.hosts.defaults import refusals as refusals
+from agentcfg.hosts.defaults import render as render
+from agentcfg.hosts.defaults import runner as runner
+from agentcfg.hosts.defaults import session_of as session_of
 
-# the defaults this host keeps, each re-exported as a member
-from agentcfg.hosts.defaults import (  # isort: skip
-    allow as allow,
-    block_cap as block_cap,
-    cwd_of as cwd_of,
-    hear as hear,
-    parse as parse,
-    refusals as refusals,
-    render as render,
-    runner as runner,
-    session_of as session_of,
-    trust as trust,  # folder trust is the person's to give in Gemini CLI; `checks` says how
-)
+# folder trust is the person's to give in Gemini CLI; `checks` says how
+from agentcfg.hosts.defaults import trust as trust
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -37,14 +36,12 @@ if TYPE_CHECKING:
 
 NAME = "gemini"
 TITLE = "Gemini CLI"
-IDLE = ""
 SESSION_ENV = ("GEMINI_SESSION_ID",)
 AGENT_ENV = ("GEMINI_CLI",)
 PROGRAMS = ("gemini", "@google/gemini-cli")
 PROVEN = True
 EVENT = "AfterAgent"
 HOOK_NAME = "agentcfg-stop"
-OWN_TEXTS = ("run-continuation:", "turn-end-gate:")
 
 
 def recognises(payload: Mapping[str, object]) -> bool:
@@ -53,7 +50,7 @@ def recognises(payload: Mapping[str, object]) -> bool:
 
 def to_event(payload: Mapping[str, object]) -> StopEvent:
     from agentcfg.core.digest import sha256_hex
-    from agentcfg.hosts.base import StopEvent
+    from agentcfg.hosts.base import OWN_TEXTS, StopEvent
     from agentcfg.hosts.defaults import text
 
     prompt = text(payload, "prompt")
@@ -250,6 +247,7 @@ def usage_since(path: str, start: int | None, settle: float) -> Spent:
 
 def _prompt_line(line: bytes) -> bool:
     """A message the person wrote: a user message with text that is none of our own texts."""
+    from agentcfg.hosts.base import OWN_TEXTS
     from agentcfg.transcript import load
 
     if b'"user"' not in line:

@@ -14,21 +14,26 @@ text of `agentcfg hook session-start --host opencode` to the session. Headless, 
 from __future__ import annotations
 
 from agentcfg.hosts import defaults
+from agentcfg.hosts.defaults import IDLE as IDLE
+from agentcfg.hosts.defaults import allow as allow
+from agentcfg.hosts.defaults import asks as asks
+from agentcfg.hosts.defaults import block_cap as block_cap
+from agentcfg.hosts.defaults import cwd_of as cwd_of
+from agentcfg.hosts.defaults import hear as hear
 
-# the defaults this host keeps, each re-exported as a member
-from agentcfg.hosts.defaults import (  # isort: skip
-    allow as allow,
-    asks as asks,
-    block_cap as block_cap,
-    cwd_of as cwd_of,
-    hear as hear,
-    plugin as plugin,  # `hooks install` writes our OpenCode plugin itself: no second route
-    refusals as refusals,
-    session_of as session_of,
-    store_reach as store_reach,  # no sandbox of its own that agentcfg reads
-    trust as trust,  # OpenCode loads a project's plugins without asking
-    usage_since as usage_since,  # OpenCode keeps its messages in a database
-)
+# `hooks install` writes our OpenCode plugin itself: no second route
+from agentcfg.hosts.defaults import plugin as plugin
+from agentcfg.hosts.defaults import refusals as refusals
+from agentcfg.hosts.defaults import session_of as session_of
+
+# no sandbox of its own that agentcfg reads
+from agentcfg.hosts.defaults import store_reach as store_reach
+
+# OpenCode loads a project's plugins without asking
+from agentcfg.hosts.defaults import trust as trust
+
+# OpenCode keeps its messages in a database
+from agentcfg.hosts.defaults import usage_since as usage_since
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -41,7 +46,6 @@ if TYPE_CHECKING:
 
 NAME = "opencode"
 TITLE = "OpenCode"
-IDLE = ""
 SESSION_ENV = ("OPENCODE_SESSION_ID",)
 AGENT_ENV = ("OPENCODE", "OPENCODE_PID")
 PROGRAMS = ("opencode", "/opencode-ai/")

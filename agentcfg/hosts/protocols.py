@@ -19,16 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from pathlib import Path
 
-    from agentcfg.hosts.base import (
-        Answer,
-        Finding,
-        Plugin,
-        Probe,
-        Reach,
-        Refused,
-        StopEvent,
-        TrustEdit,
-    )
+    from agentcfg.hosts import base
     from agentcfg.run.runners import Runner
     from agentcfg.transcript import Spent
 
@@ -58,9 +49,9 @@ class HookDialect(Named, Protocol):
     def recognises(self, payload: Mapping[str, object]) -> bool: ...
     def session_of(self, payload: Mapping[str, object]) -> str: ...
     def cwd_of(self, payload: Mapping[str, object]) -> str: ...
-    def to_event(self, payload: Mapping[str, object]) -> StopEvent: ...
-    def block(self, text: str) -> Answer: ...
-    def allow(self, note: str) -> Answer: ...
+    def to_event(self, payload: Mapping[str, object]) -> base.StopEvent: ...
+    def block(self, text: str) -> base.Answer: ...
+    def allow(self, note: str) -> base.Answer: ...
     def usage_since(self, path: str, start: int | None, settle: float) -> Spent:
         """Tokens spent since offset `start` of the transcript at `path`; a host that may
         fire before its reply is written waits at most `settle` seconds for it."""
@@ -81,8 +72,8 @@ class Wiring(Named, Protocol):
     def registered(self, document: Mapping[str, Any]) -> list[str]: ...
     def checks(
         self, path: Path, root: Path, home: Path, env: Mapping[str, str]
-    ) -> list[Finding]: ...
-    def probe(self, cwd: str) -> Probe: ...
+    ) -> list[base.Finding]: ...
+    def probe(self, cwd: str) -> base.Probe: ...
     def trust(
         self,
         document: Mapping[str, Any],
@@ -91,15 +82,15 @@ class Wiring(Named, Protocol):
         home: Path,
         env: Mapping[str, str],
         grant: bool,
-    ) -> TrustEdit | None: ...
+    ) -> base.TrustEdit | None: ...
     def block_cap(self, root: Path, home: Path, env: Mapping[str, str]) -> tuple[int, str] | None:
         """How many blocks one prompt takes before the host ends it, and how a person can go
         further; None when the host has no such cap."""
 
-    def plugin(self, root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None: ...
+    def plugin(self, root: Path, home: Path, env: Mapping[str, str]) -> base.Plugin | None: ...
     def store_reach(
         self, root: Path, home: Path, env: Mapping[str, str], store: Path, extra: Sequence[str]
-    ) -> Reach:
+    ) -> base.Reach:
         """Whether the host's sandbox, as its configuration (and `extra`, the person's own
         arguments to a headless run) sets it, keeps the agent from writing `store`, the
         person's own state (the seal key, the trust store)."""
@@ -142,7 +133,7 @@ class Launcher(Named, Protocol):
         """What one line of a headless start's stdout tells as it comes (Claude Code's
         stream-json records, `hosts/stream.py`); [] for a host that prints none."""
 
-    def refusals(self, stdout: str, stderr: str) -> Refused:
+    def refusals(self, stdout: str, stderr: str) -> base.Refused:
         """What a headless start's output tells of the agent's tool calls the host refused
         for lack of permission, the last ones that failed, and what the host said of its
         own settings."""

@@ -9,24 +9,25 @@ otherwise: install sets that variable in the settings' `env`, which Qwen exports
 from __future__ import annotations
 
 from agentcfg.hosts import defaults
+from agentcfg.hosts.defaults import IDLE as IDLE
+from agentcfg.hosts.defaults import allow as allow
+from agentcfg.hosts.defaults import block as block
+from agentcfg.hosts.defaults import cwd_of as cwd_of
+from agentcfg.hosts.defaults import hear as hear
+from agentcfg.hosts.defaults import parse as parse
+from agentcfg.hosts.defaults import plugin as plugin
+from agentcfg.hosts.defaults import refusals as refusals
+from agentcfg.hosts.defaults import registered as registered
+from agentcfg.hosts.defaults import render as render
+from agentcfg.hosts.defaults import runner as runner
+from agentcfg.hosts.defaults import session_of as session_of
 
-# the defaults this host keeps, each re-exported as a member
-from agentcfg.hosts.defaults import (  # isort: skip
-    allow as allow,
-    block as block,
-    cwd_of as cwd_of,
-    hear as hear,
-    parse as parse,
-    plugin as plugin,
-    refusals as refusals,
-    registered as registered,
-    render as render,
-    runner as runner,
-    session_of as session_of,
-    store_reach as store_reach,  # no sandbox of its own that agentcfg reads
-    trust as trust,
-    usage_since as usage_since,  # no captured Qwen Code session file shows its usage
-)
+# no sandbox of its own that agentcfg reads
+from agentcfg.hosts.defaults import store_reach as store_reach
+from agentcfg.hosts.defaults import trust as trust
+
+# no captured Qwen Code session file shows its usage
+from agentcfg.hosts.defaults import usage_since as usage_since
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
 
 NAME = "qwen"
 TITLE = "Qwen Code"
-IDLE = ""
 SESSION_ENV = ("QWEN_CODE_SESSION_ID",)
 AGENT_ENV = ("QWEN_CODE", "QWEN_CODE_CLI")
 PROGRAMS = ("qwen", "@qwen-code/qwen-code")
