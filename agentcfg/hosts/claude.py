@@ -11,7 +11,7 @@ from agentcfg.hosts.defaults import IDLE as IDLE
 from agentcfg.hosts.defaults import allow as allow
 from agentcfg.hosts.defaults import block as block
 
-# 8 blocks in a row at most, but a tool call resets the count
+# 8 blocks in a row at most, but a tool call resets the count: work never meets it
 from agentcfg.hosts.defaults import block_cap as block_cap
 from agentcfg.hosts.defaults import cwd_of as cwd_of
 from agentcfg.hosts.defaults import parse as parse
