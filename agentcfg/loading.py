@@ -6,22 +6,15 @@ from pathlib import Path
 
 from agentcfg import cache
 from agentcfg.core.order import readiness, waits_json
-from agentcfg.core.roadmap import (
-    DEFAULT_MODE,
-    Counts,
-    Phase,
-    Problem,
-    Roadmap,
-    Step,
-    parse_roadmap,
-    scan,
-)
+from agentcfg.core.roadmap import DEFAULT_MODE, Phase, Problem, Roadmap, Step, parse_roadmap, scan
 from agentcfg.errors import RoadmapError
 from agentcfg.workspace import ROADMAP_LIMIT, Workspace, decode
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for every import
     from typing import Any
+
+    from agentcfg.core.roadmap import Counts
 
 
 def load(ws: Workspace, slug: str) -> Roadmap:
@@ -108,13 +101,8 @@ def step_json(step: Step | None) -> dict[str, Any] | None:
 
 
 def counts_json(counts: Counts) -> dict[str, int]:
-    return {
-        "open": counts.open,
-        "blocked": counts.blocked,
-        "done": counts.done,
-        "deferred": counts.deferred,
-        "cancelled": counts.cancelled,
-    }
+    """Each count by its name: open, blocked, done, deferred, cancelled."""
+    return counts._asdict()
 
 
 def status(slug: str, roadmap: Roadmap) -> dict[str, Any]:
