@@ -32,7 +32,7 @@ from agentcfg.errors import AgentcfgError, InstallError, IntegrationError, Lease
 from agentcfg.fleet import steps as fleet
 from agentcfg.fleet.integrate import Integration, has_identity, integrate
 from agentcfg.fleet.leases import IDENTITY, TTL, Lease, Store
-from agentcfg.hosts.base import settings_hook
+from agentcfg.hosts.defaults import settings_hook
 from agentcfg.hosts.registry import adapter
 from agentcfg.paths import LOCKS, ROADMAPS, STATE, WORKTREES
 from agentcfg.run import driver

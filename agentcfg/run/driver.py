@@ -33,7 +33,8 @@ from agentcfg.core.visible import visible
 from agentcfg.errors import AgentcfgError, ClaimError, StateError
 from agentcfg.fleet.membership import read_membership
 from agentcfg.hosts import registry, windows
-from agentcfg.hosts.base import Refused, settings_hook
+from agentcfg.hosts.base import Refused
+from agentcfg.hosts.defaults import settings_hook
 from agentcfg.hosts.stream import outcome, reply
 from agentcfg.paths import DRIVERS, LEDGER_NAME, RUN_HOST_ENV
 from agentcfg.run import model as plan
@@ -42,7 +43,7 @@ from agentcfg.workspace import Workspace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from agentcfg.hosts.base import Host
+    from agentcfg.hosts.protocols import Host, Launcher, Wiring
 
 OUTPUT_KEPT = 256 * 1024  # bytes of each host stream kept for the limit check and the relay
 POLL = 0.25  # seconds between looks at the ledger while the host runs
@@ -238,7 +239,7 @@ def _runnable(name: str, env: Mapping[str, str]) -> tuple[Host, str]:
     return host, binary
 
 
-def refuse_unread(host: Host, path: Path, root: Path, home: Path, env: Mapping[str, str]) -> None:
+def refuse_unread(host: Wiring, path: Path, root: Path, home: Path, env: Mapping[str, str]) -> None:
     """AgentcfgError when the host will not run the stop hook `path` holds (hooks switched
     off, a folder or a hook the host does not trust): the run would go on with nobody to
     carry it, as `doctor` would say."""
@@ -269,7 +270,7 @@ def refuse_untrusted(ws: Workspace, slug: str, roadmap: Roadmap, env: Mapping[st
         )
 
 
-def _drivable(host: Host) -> bool:
+def _drivable(host: Launcher) -> bool:
     return host.headless("", None, False, ()) is not None
 
 
@@ -308,7 +309,7 @@ class _Ran:
     events: list[dict[str, Any]] = field(default_factory=list)  # ledger events while it ran
     moved_on: bool = False  # ended by the driver when the hook moved it on to the next step
     deadline: bool = False  # ended by the driver at --until
-    heard: list[Any] = field(default_factory=list)  # the host's records, as `Host.hear` reads them
+    heard: list[Any] = field(default_factory=list)  # the host's records, as its `hear` reads them
     readings: list[quota.Reading] = field(default_factory=list)  # usage windows it showed
     reserved: bool = False  # ended by the driver at a turn end: a window reached the reserve
 
@@ -330,7 +331,7 @@ class _Seat:
     """One host the run can carry on with: how it starts, its arguments, the usage windows it
     last showed, and when its own pause (a usage limit, the reserve) ends."""
 
-    host: Host
+    host: Launcher
     runner: Runner
     extra: tuple[str, ...]
     windows: dict[str, quota.Reading] = field(default_factory=dict)
@@ -372,7 +373,7 @@ class _Driver:
         self.ended: plan.Ended | None = None  # how the driver read it
         self.started = clock.now()  # the run's start, as the engagement lines count it
 
-    def _seat(self, host: Host, binary: str, extra: tuple[str, ...]) -> _Seat:
+    def _seat(self, host: Launcher, binary: str, extra: tuple[str, ...]) -> _Seat:
         made = host.runner(binary, self.ws.root, self.env)
         runner: Runner = Plain(host, binary) if made is None else made
         if self.request.policy.reserve is not None:
@@ -380,7 +381,7 @@ class _Driver:
         return _Seat(host, runner, extra)
 
     @property
-    def host(self) -> Host:
+    def host(self) -> Launcher:
         return self.seat.host
 
     @property
