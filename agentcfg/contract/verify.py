@@ -18,6 +18,7 @@ from pathlib import Path
 
 from agentcfg import loading, state
 from agentcfg.contract import evidence, guard, trust
+from agentcfg.core import events
 from agentcfg.core.evidence import EXPLAINED
 from agentcfg.core.roadmap import Roadmap, Step
 from agentcfg.core.suggest import did_you_mean
@@ -176,10 +177,11 @@ def closed_in_session(ws: Workspace, slug: str, env: Mapping[str, str]) -> str |
             event = state.loads(line)
             if not isinstance(event, dict) or event.get("run") != key:
                 continue
-            if event.get("event") in ("run-start", "run-resume") and event.get("one_step"):
+            name = event.get("event")
+            if name in (events.RUN_START, events.RUN_RESUME) and event.get("one_step"):
                 one_step = True
             step = event.get("step")
-            if event.get("event") == "verified" and event.get("slug") == slug and closed is None:
+            if name == events.VERIFIED and event.get("slug") == slug and closed is None:
                 closed = step if isinstance(step, str) else None
     return closed if one_step else None
 
@@ -302,7 +304,7 @@ def refuse_changed(
         return
     now = time.time()
     guard.remember_refusal(ws, slug, step, files, now)
-    log(ws, "check-changed", slug, roadmap, env, now, step=step.id, files=list(files))
+    log(ws, events.CHECK_CHANGED, slug, roadmap, env, now, step=step.id, files=list(files))
     raise CheckChangedError(slug, step.name, files)
 
 
@@ -364,7 +366,7 @@ def receipt(
     }
     passed = result is None or result.passed
     refused = {} if counts or not passed else {"refused": "contract.require"}
-    log(ws, "verified", slug, roadmap, env, moment, **fields, passed=passed, **refused)
+    log(ws, events.VERIFIED, slug, roadmap, env, moment, **fields, passed=passed, **refused)
     if not (passed and counts):
         return None
     made = {**fields, "at": iso_ms(moment)}
@@ -516,7 +518,7 @@ def done(
     if not already:
         mark_done(ws, slug, step.id, None if result is None else result.command)
         log(
-            ws, "marked-done", slug, loading.load(ws, slug), env, time.time(),
+            ws, events.MARKED_DONE, slug, loading.load(ws, slug), env, time.time(),
             step=step.id, verified=not no_verify,
         )  # fmt: skip
     return Done(step, result, marked=not already, proven=not step.verify or not no_verify,
@@ -593,7 +595,7 @@ def trust_roadmap(
     live = {c.key for c in claims.all_claims(ws) if c.slug == plan.slug}
     runs = contract.rebaseline(ws, plan.slug, plan.roadmap, live, now)
     log(
-        ws, "trusted", plan.slug, plan.roadmap, env, now,
+        ws, events.TRUSTED, plan.slug, plan.roadmap, env, now,
         steps=[step.id for step in plan.steps], accepted=plan.changes, runs=runs,
         checks={step: list(files) for step, files in plan.checks.items()},
     )  # fmt: skip
