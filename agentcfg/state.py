@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
     from typing import Any, BinaryIO
 
 STATE_FILE_LIMIT = 1024 * 1024
-# a file that grows with a roadmap's steps (a run's contract, the proofs, the gate's marks):
+# a file that grows with a roadmap's steps (a run's contract, the gate's marks):
 # a contract of 50,000 steps fits, and the hook reads one this size well within its time budget
 # (docs/architecture.md, section 6; `make bench` measures it)
 RECORD_LIMIT = 8 * 1024 * 1024

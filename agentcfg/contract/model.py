@@ -142,6 +142,12 @@ def deciding(
     return found
 
 
+def passed_since(receipts: tuple[Receipt, ...], step: str, since: float) -> bool:
+    """Whether a receipt of this step (by its id) made at or after `since` passed: the gate's
+    question of a step ticked since its previous fire, whatever its text or verify line."""
+    return any(r.step == step and r.passed and r.at >= since for r in receipts)
+
+
 def by_text(receipts: tuple[Receipt, ...]) -> dict[str, tuple[Receipt, ...]]:
     """The receipts of each step's text, oldest first: a term is held only against its own,
     so judging stays linear in the steps and the receipts, however many of each."""

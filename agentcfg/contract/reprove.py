@@ -147,6 +147,7 @@ def reprove(
             "step": step.id,
             "text": text_hash(step.text),
             "command": command_hash(step.verify),
+            "line": step.verify,
             "exit_code": 0 if passed else _code(ran.get(step.verify or "")),
             "at": moment,
             "final": True,

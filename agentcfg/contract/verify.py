@@ -321,17 +321,13 @@ def prove(
     echo: Echo | None = None,
 ) -> VerifyResult:
     """Run one step's verify line after its check is found as trusted; record the `verified`
-    event and, when it passes, the proof and the step's receipt."""
-    from agentcfg.contract import proofs
-
+    event and, when it passes, the step's receipt."""
     refuse_changed(ws, slug, roadmap, step, env)
     result = run(step, ws.root, _timeout(ws, env), echo)
     if result.passed:
         result = dataclasses.replace(result, evidence=evidence.grade(ws, slug, step, env))
     counts = result.passed and _enough(ws, slug, env, result.evidence)
     receipt(ws, slug, roadmap, step, env, result, counts)
-    if counts:
-        proofs.record(ws, slug, step.id, result.command, time.time())
     return result
 
 
@@ -346,7 +342,8 @@ def receipt(
 ) -> dict[str, object] | None:
     """The `verified` event of a verify run (`result`), or of a step with no verify line to
     run; a passing one that `counts` (its evidence is what contract.require asks) is also the
-    step's receipt, which closes it in the run's contract: its fields are returned."""
+    step's receipt, which closes it in the run's contract and answers the gate: its fields
+    are returned, the verify line as it ran (`line`) and when it passed (`at`) among them."""
     from agentcfg.contract import store as contract
     from agentcfg.contract.model import command_hash, text_hash
     from agentcfg.core.times import iso_ms
@@ -367,7 +364,7 @@ def receipt(
     log(ws, "verified", slug, roadmap, env, moment, **fields, passed=passed, **refused)
     if not (passed and counts):
         return None
-    made = {**fields, "at": iso_ms(moment)}
+    made = {**fields, "line": result.command if result else None, "at": iso_ms(moment)}
     contract.add_receipt(ws, slug, made, roadmap)
     return made
 
