@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 from agentcfg import state
+from agentcfg.core.times import wall_clock
 from agentcfg.workspace import Workspace
 
 TYPE_CHECKING = False
@@ -133,7 +133,7 @@ def record_error(folder: Path, record: Mapping[str, Any], error: str) -> None:
         folder,
         state.event(
             "notify-error",
-            time.time(),
+            wall_clock(),
             record.get("run"),
             record.get("slug"),
             host=record.get("host"),

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from agentcfg.core.times import iso
+from agentcfg.core.times import iso, wall_clock
 from agentcfg.errors import StateError
 from agentcfg.paths import LEDGER_NAME, STATE
 
@@ -142,7 +142,7 @@ def _clean_stale(path: Path) -> None:
         names = os.listdir(path.parent)
     except OSError:
         return
-    prefix, now = f".{path.name}.", time.time()
+    prefix, now = f".{path.name}.", wall_clock()
     for name in names:
         middle = name[len(prefix) : -len(".tmp")]
         if not (name.startswith(prefix) and name.endswith(".tmp") and len(middle) == 12):

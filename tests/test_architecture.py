@@ -177,3 +177,55 @@ def test_the_tests_are_laid_out_as_the_package() -> None:
     assert {f for f in folders if not (tests / f / "__init__.py").exists()} == set()
     top = {p.stem.removeprefix("test_") for p in tests.glob("test_*.py")}
     assert {t for t in top if t.split("_")[0] in folders} == set()
+
+
+# the one module that reads the wall clock (CONTRIBUTING.md): everything else is handed `now`,
+# or `wall_clock` itself as a clock to read again after a wait
+CLOCK_MODULE = "agentcfg/core/times.py"
+WALL_CLOCKS = {("time", "time"), ("time", "time_ns"), ("datetime", "now"), ("datetime", "utcnow"),
+               ("datetime", "today"), ("date", "today")}  # fmt: skip
+OURS = ("times", "wall_clock")
+
+
+def wall_clock_reads(source: str, pure: bool = False) -> list[int]:
+    """The lines of `source` that read the wall clock by another way than `wall_clock`
+    (`time.time()`, `datetime.now()` and their kin, called or handed on); with `pure`, the
+    lines that take `wall_clock` too (imported, or as `times.wall_clock`)."""
+    found: list[int] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute):
+            owner = node.value.attr if isinstance(node.value, ast.Attribute) else None
+            owner = node.value.id if isinstance(node.value, ast.Name) else owner
+            if (owner, node.attr) in WALL_CLOCKS or (pure and (owner, node.attr) == OURS):
+                found.append(node.lineno)
+        elif isinstance(node, ast.ImportFrom):
+            taken = {(node.module, alias.name) for alias in node.names}
+            if taken & WALL_CLOCKS or (pure and ("agentcfg.core.times", "wall_clock") in taken):
+                found.append(node.lineno)
+    return sorted(found)
+
+
+def test_the_wall_clock_is_read_in_one_module_and_never_by_a_pure_one() -> None:
+    package = REPO / "agentcfg"
+    pure = [package / "core", *package.glob("*/model.py"), *package.glob("*/*_model.py")]
+    found = {
+        str(path.relative_to(REPO)): lines
+        for path in sorted(package.rglob("*.py"))
+        if str(path.relative_to(REPO)) != CLOCK_MODULE
+        for lines in [
+            wall_clock_reads(path.read_text(), any(path == p or p in path.parents for p in pure))
+        ]
+        if lines
+    }
+    assert found == {}
+
+
+def test_a_read_of_the_wall_clock_is_found() -> None:
+    source = (
+        "import time\nimport datetime as dt\nfrom time import time_ns\n"
+        "from agentcfg.core.times import wall_clock\n"
+        "a = time.time()\nb = dt.datetime.now()\nclock = time.time\nc = time.monotonic()\n"
+        "d = wall_clock()\ne = times.wall_clock()\nf = caps.wall_clock\n"
+    )
+    assert wall_clock_reads(source) == [3, 5, 6, 7]
+    assert wall_clock_reads(source, pure=True) == [3, 4, 5, 6, 7, 10]

@@ -12,7 +12,7 @@ import click
 
 from agentcfg import loading
 from agentcfg.agents import agent_session, require_person
-from agentcfg.commands import bar, emit_json, json_option, now, say, workspace
+from agentcfg.commands import bar, clock, emit_json, json_option, now, say, workspace
 from agentcfg.contract import audit, finals, reprove, verify
 from agentcfg.contract.verify import VerifyResult
 from agentcfg.core.evidence import baseline_line, baseline_total, summary
@@ -212,7 +212,7 @@ def verify_command(
             raise click.UsageError("--baseline runs every open step's verify line: name none")
         taken, untrusted = verify.take_baseline(
             ws, slug, os.environ, every=True,
-            echo=(lambda step, result: None) if as_json else _baseline_line,
+            echo=(lambda step, result: None) if as_json else _baseline_line, clock=clock().now,
         )  # fmt: skip
         if as_json:
             emit_json([_verify_json(r) for r in taken])
@@ -222,7 +222,7 @@ def verify_command(
             raise SystemExit(1)
         return
     echo = (lambda step: None) if as_json else _streamed
-    results = verify.verify_steps(ws, slug, steps, os.environ, echo)
+    results = verify.verify_steps(ws, slug, steps, os.environ, echo, clock().now)
     if as_json:
         emit_json([_verify_json(r) for r in results])
     elif not results:
@@ -247,7 +247,7 @@ def done_command(slug: str, step_query: str, no_verify: bool) -> None:
     # a fleet member closes its own leased step only, and no one a step another member leases
     step_id = verify.find_step(loading.load(ws, slug), step_query).id
     fleet.require_lease(ws, slug, step_id, os.environ, now())
-    outcome = verify.done(ws, slug, step_query, os.environ, no_verify)
+    outcome = verify.done(ws, slug, step_query, os.environ, no_verify, clock().now)
     step, result = outcome.step, outcome.result
     if result is not None and not result.passed:
         say(f"verify line of step {step.name} failed: {step.verify}", err=True)

@@ -21,6 +21,7 @@ from agentcfg.contract import evidence, guard, trust
 from agentcfg.core.evidence import EXPLAINED
 from agentcfg.core.roadmap import Roadmap, Step
 from agentcfg.core.suggest import did_you_mean
+from agentcfg.core.times import iso_ms, wall_clock
 from agentcfg.errors import CheckChangedError, ClaimError, RoadmapError, StepError
 from agentcfg.paths import LOCKS
 from agentcfg.workspace import Workspace
@@ -267,6 +268,7 @@ def line_span(data: bytes, number: int) -> tuple[int, int]:
 
 
 Echo = Callable[[str], None]
+Clock = Callable[[], float]  # the wall clock, read when a verify run ends (core/times.py)
 
 
 NOT_RECORDED = "the files it reads (trusted before agentcfg recorded them)"
@@ -292,7 +294,12 @@ def changed_checks(
 
 
 def refuse_changed(
-    ws: Workspace, slug: str, roadmap: Roadmap, step: Step, env: Mapping[str, str]
+    ws: Workspace,
+    slug: str,
+    roadmap: Roadmap,
+    step: Step,
+    env: Mapping[str, str],
+    clock: Clock = wall_clock,
 ) -> None:
     """CheckChangedError when the step's check changed since trust; the refusal is logged and
     remembered for the stop hook, which halts the run at the next turn end."""
@@ -300,7 +307,7 @@ def refuse_changed(
     if not files:
         guard.forget_refusal(ws, slug, step.id)
         return
-    now = time.time()
+    now = clock()
     guard.remember_refusal(ws, slug, step, files, now)
     log(ws, "check-changed", slug, roadmap, env, now, step=step.id, files=list(files))
     raise CheckChangedError(slug, step.name, files)
@@ -319,15 +326,16 @@ def prove(
     step: Step,
     env: Mapping[str, str],
     echo: Echo | None = None,
+    clock: Clock = wall_clock,
 ) -> VerifyResult:
     """Run one step's verify line after its check is found as trusted; record the `verified`
     event and, when it passes, the step's receipt."""
-    refuse_changed(ws, slug, roadmap, step, env)
+    refuse_changed(ws, slug, roadmap, step, env, clock)
     result = run(step, ws.root, _timeout(ws, env), echo)
     if result.passed:
         result = dataclasses.replace(result, evidence=evidence.grade(ws, slug, step, env))
     counts = result.passed and _enough(ws, slug, env, result.evidence)
-    receipt(ws, slug, roadmap, step, env, result, counts)
+    receipt(ws, slug, roadmap, step, env, result, counts, clock)
     return result
 
 
@@ -339,6 +347,7 @@ def receipt(
     env: Mapping[str, str],
     result: VerifyResult | None,
     counts: bool = True,
+    clock: Clock = wall_clock,
 ) -> dict[str, object] | None:
     """The `verified` event of a verify run (`result`), or of a step with no verify line to
     run; a passing one that `counts` (its evidence is what contract.require asks) is also the
@@ -346,9 +355,8 @@ def receipt(
     are returned, the verify line as it ran (`line`) and when it passed (`at`) among them."""
     from agentcfg.contract import store as contract
     from agentcfg.contract.model import command_hash, text_hash
-    from agentcfg.core.times import iso_ms
 
-    moment = time.time()
+    moment = clock()
     fields: dict[str, object] = {
         "step": step.id,
         "text": text_hash(step.text),
@@ -410,6 +418,7 @@ def verify_steps(
     queries: Sequence[str],
     env: Mapping[str, str],
     echo: Callable[[Step], Echo | None] = lambda step: None,
+    clock: Clock = wall_clock,
 ) -> list[VerifyResult]:
     """`roadmap verify`: the named steps (done ones too), else every open step with a line."""
     slug = ws.canonical(slug)
@@ -421,7 +430,7 @@ def verify_steps(
     else:
         chosen = [s for s in roadmap.steps if s.is_open and s.verify]
     trust.require(ws, slug, chosen, env)
-    return [prove(ws, slug, roadmap, step, env, echo(step)) for step in chosen]
+    return [prove(ws, slug, roadmap, step, env, echo(step), clock) for step in chosen]
 
 
 def take_baseline(
@@ -430,6 +439,7 @@ def take_baseline(
     env: Mapping[str, str],
     every: bool = False,
     echo: Callable[[Step, VerifyResult], None] = lambda step, result: None,
+    clock: Clock = wall_clock,
 ) -> tuple[list[VerifyResult], list[str]]:
     """Run the verify line of each open step the baseline lacks (of `every` open step with one)
     once, before the work: no receipt, no box; each result goes to `echo` as it ends. A line
@@ -448,7 +458,7 @@ def take_baseline(
             echo(step, results[-1])
     if results:
         ran = {r.step: (r.command, r.exit_code) for r in results}
-        evidence.record(ws, slug, ran, git_facts(ws.root), time.time())
+        evidence.record(ws, slug, ran, git_facts(ws.root), clock())
     return results, untrusted
 
 
@@ -471,7 +481,12 @@ class Done:
 
 
 def done(
-    ws: Workspace, slug: str, query: str, env: Mapping[str, str], no_verify: bool = False
+    ws: Workspace,
+    slug: str,
+    query: str,
+    env: Mapping[str, str],
+    no_verify: bool = False,
+    clock: Clock = wall_clock,
 ) -> Done:
     """`roadmap done`: run the step's verify line; when it passes, tick exactly its box and
     record the step's receipt.
@@ -497,7 +512,7 @@ def done(
     result = None
     if step.verify and not no_verify:
         trust.require(ws, slug, [step], env)
-        result = prove(ws, slug, roadmap, step, env)
+        result = prove(ws, slug, roadmap, step, env, clock=clock)
         if not result.passed:
             return Done(step, result, marked=False, already=already)
         if not _enough(ws, slug, env, result.evidence):
@@ -509,11 +524,11 @@ def done(
     elif not step.verify:
         if not no_verify:
             require_verify(step, "pass --no-verify to mark it anyway")
-        receipt(ws, slug, roadmap, step, env, None)
+        receipt(ws, slug, roadmap, step, env, None, clock=clock)
     if not already:
         mark_done(ws, slug, step.id, None if result is None else result.command)
         log(
-            ws, "marked-done", slug, loading.load(ws, slug), env, time.time(),
+            ws, "marked-done", slug, loading.load(ws, slug), env, clock(),
             step=step.id, verified=not no_verify,
         )  # fmt: skip
     return Done(step, result, marked=not already, proven=not step.verify or not no_verify,
