@@ -57,6 +57,17 @@ class Reproof:
         line = f"re-proof {self.steps} {noun} in {self.seconds:.1f} s"
         return line + (f", {len(self.failed)} failed" if self.failed else "")
 
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "slug": self.slug,
+            "ok": self.ok,
+            "passed": list(self.passed),
+            "failed": [{"step": step, "reason": why} for step, why in self.failed],
+            "reopened": list(self.reopened),
+            "seconds": round(self.seconds, 3),
+            "commands": self.commands,
+        }
+
 
 def guarded(ws: Workspace, slug: str, env: Mapping[str, str]) -> Changed:
     """`changed` as the commands pass it: the guarded files of a step's check that changed
@@ -130,7 +141,7 @@ def reprove(
     ids = contracted(ws, slug, roadmap)
     steps = [s for s in roadmap.steps if s.id in ids and (only is None or s.id in only)]
     stored = _stored(ws, slug, branch)
-    receipts = tuple(r for r in map(contract.receipt_of, stored) if r is not None)
+    receipts = tuple(r for r in map(Receipt.from_json, stored) if r is not None)
     known = _trusted(ws, slug, env)
     timeout = load_config(ws, env).verify_timeout
     outcomes: dict[str, tuple[bool, str]] = {}

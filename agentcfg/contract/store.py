@@ -30,11 +30,9 @@ from agentcfg.contract.model import (
     baseline,
     by_text,
     command_hash,
-    from_json,
     grown,
     proven,
     text_hash,
-    to_json,
 )
 from agentcfg.core.digest import sha256_hex
 from agentcfg.core.times import parse_iso
@@ -81,7 +79,7 @@ def read(ws: Workspace, key: str, slug: str) -> tuple[Contract | None, str]:
     body = data.get("contract") if data is not None else None
     if not isinstance(body, dict) or data is None or data.get("version") not in READABLE:
         return None, "unreadable"
-    found = from_json(body)
+    found = Contract.from_json(body)
     if found is None:
         return None, "unreadable"
     if data.get("digest") != _digest(body) or data.get("slug") != slug:
@@ -92,7 +90,7 @@ def read(ws: Workspace, key: str, slug: str) -> tuple[Contract | None, str]:
 
 
 def write(ws: Workspace, key: str, slug: str, contract: Contract) -> None:
-    body = to_json(contract)
+    body = contract.to_json()
     record = {
         "version": VERSION,
         "slug": slug,
@@ -243,7 +241,7 @@ def read_receipts(ws: Workspace, slug: str) -> tuple[Receipt, ...]:
 def load_receipts(ws: Workspace, slug: str) -> tuple[tuple[Receipt, ...], tuple[object, ...]]:
     """The roadmap's receipts whose seal holds, and the lines whose seal is missing or wrong."""
     good, bad = sealed_receipts(ws, slug)
-    return tuple(r for r in map(receipt_of, good) if r), tuple(bad)
+    return tuple(r for r in map(Receipt.from_json, good) if r), tuple(bad)
 
 
 def sealed_receipts(ws: Workspace, slug: str) -> tuple[list[dict[str, Any]], list[object]]:
@@ -276,19 +274,6 @@ def refused(slug: str, bad: tuple[object, ...] | list[object]) -> str:
     steps = ", ".join(dict.fromkeys(named)) or "no step"
     lines = f"{len(bad)} receipt line{'s' if len(bad) != 1 else ''}"
     return f"{lines} in {STATE}/{RECEIPTS}/{slug}.json (step {steps})"
-
-
-def receipt_of(item: object) -> Receipt | None:
-    """One receipt from its JSON; None when anything has the wrong shape."""
-    if not isinstance(item, dict):
-        return None
-    at = parse_iso(item.get("at"))
-    step, text, command, code = (item.get(k) for k in ("step", "text", "command", "exit_code"))
-    if at is None or not (isinstance(step, str) and isinstance(text, str)):
-        return None
-    if not isinstance(command, (str, type(None))) or not (code is None or type(code) is int):
-        return None
-    return Receipt(step, text, command, code, at, item.get("final") is True)
 
 
 def proven_before(ws: Workspace, slug: str, step: str, since: float) -> bool:
