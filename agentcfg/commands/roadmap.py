@@ -152,18 +152,6 @@ def _verify_line(result: VerifyResult) -> str:
     return shown + (f", evidence: {result.evidence}" if result.evidence else "")
 
 
-def _verify_json(result: VerifyResult) -> dict[str, Any]:
-    return {
-        "step": result.step,
-        "command": result.command,
-        "exit_code": result.exit_code,
-        "passed": result.passed,
-        "timed_out": result.exit_code is None,
-        "duration": round(result.duration, 3),
-        "evidence": result.evidence or None,
-    }
-
-
 def _baseline_line(step: Step, result: VerifyResult) -> None:
     say(baseline_line(step.name, result.exit_code, result.duration))
 
@@ -201,7 +189,7 @@ def verify_command(
             ws, slug, os.environ, now=now(), changed=reprove.guarded(ws, slug, os.environ)
         )
         if as_json:
-            emit_json(_reproof_json(found))
+            emit_json(found.to_json())
         else:
             _show_reproof(found)
         if not found.ok:
@@ -215,7 +203,7 @@ def verify_command(
             echo=(lambda step, result: None) if as_json else _baseline_line, clock=clock().now,
         )  # fmt: skip
         if as_json:
-            emit_json([_verify_json(r) for r in taken])
+            emit_json([r.to_json() for r in taken])
         else:
             say(baseline_total(slug, [(r.exit_code, r.duration) for r in taken], untrusted))
         if untrusted:
@@ -224,7 +212,7 @@ def verify_command(
     echo = (lambda step: None) if as_json else _streamed
     results = verify.verify_steps(ws, slug, steps, os.environ, echo, clock().now)
     if as_json:
-        emit_json([_verify_json(r) for r in results])
+        emit_json([r.to_json() for r in results])
     elif not results:
         say(f"no open step of `{slug}` has a verify line")
     else:
@@ -301,18 +289,6 @@ def _show_reproof(found: reprove.Reproof) -> None:
         )
 
 
-def _reproof_json(found: reprove.Reproof) -> dict[str, Any]:
-    return {
-        "slug": found.slug,
-        "ok": found.ok,
-        "passed": list(found.passed),
-        "failed": [{"step": step, "reason": why} for step, why in found.failed],
-        "reopened": list(found.reopened),
-        "seconds": round(found.seconds, 3),
-        "commands": found.commands,
-    }
-
-
 @roadmap.command("audit")
 @click.argument("slug")
 @click.option("--rerun", is_flag=True, help="Run the trusted verify lines of proven steps again.")
@@ -325,7 +301,7 @@ def audit_command(slug: str, rerun: bool, as_json: bool) -> None:
     """
     found = audit.audit(workspace(), slug, os.environ, rerun)
     if as_json:
-        emit_json(audit.to_json(found))
+        emit_json(found.to_json())
     else:
         _show_audit(found)
     if not found.ok:

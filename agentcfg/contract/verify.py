@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from agentcfg import loading, state
 from agentcfg.contract import evidence, guard, trust
@@ -50,6 +51,17 @@ class VerifyResult:
     @property
     def passed(self) -> bool:
         return self.exit_code == 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "command": self.command,
+            "exit_code": self.exit_code,
+            "passed": self.passed,
+            "timed_out": self.exit_code is None,
+            "duration": round(self.duration, 3),
+            "evidence": self.evidence or None,
+        }
 
 
 def find_step(roadmap: Roadmap, query: str) -> Step:
