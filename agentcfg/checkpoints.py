@@ -210,14 +210,9 @@ def _prefix(kind: str, slug: str, step: str) -> str:
 
 
 def take(
-    ws: Workspace,
-    slug: str,
-    step: str,
-    run: str | None,
-    now: float,
-    env: Mapping[str, str],
+    ws: Workspace, slug: str, step: str, run: str | None, now: float, env: Mapping[str, str],
     budget: float = COMMAND_BUDGET,
-) -> Checkpoint:
+) -> Checkpoint:  # fmt: skip
     """Keep the working tree as the checkpoint before `step`; index, HEAD and tree untouched."""
     git = _Git(ws.root, budget, env)
     repo = git.repo()
@@ -245,15 +240,9 @@ def last_step(ws: Workspace, slug: str) -> str | None:
 
 
 def before_step(
-    ws: Workspace,
-    slug: str,
-    step: str,
-    run: str | None,
-    now: float,
-    env: Mapping[str, str],
-    budget: float = HOOK_BUDGET,
-    again: bool = False,
-) -> Checkpoint | None:
+    ws: Workspace, slug: str, step: str, run: str | None, now: float, env: Mapping[str, str],
+    budget: float = HOOK_BUDGET, again: bool = False,
+) -> Checkpoint | None:  # fmt: skip
     """A checkpoint before `step` unless the last one was taken for it already (`again`: a new
     run's first step takes one whatever came before). Never raises: a checkpoint that cannot be
     taken is a ledger event, and the work goes on. Outside a git repository: no checkpoint, no

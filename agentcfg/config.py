@@ -73,6 +73,9 @@ class Config(Record):
     host_args: tuple[tuple[str, tuple[str, ...]], ...] = ()  # run.args.<host>: its arguments
 
 
+BASE = Config()  # each setting's default
+
+
 def load_config(ws: Workspace, env: Mapping[str, str]) -> Config:
     """The workspace's configuration with env overrides; problems listed, never raised."""
     problems: list[str] = []
@@ -139,107 +142,117 @@ def _plain(value: object, depth: int = 0) -> object:
 
 def validate(data: Mapping[str, Any], env: Mapping[str, str], problems: list[str]) -> Config:
     """Build a Config from raw data and env; every bad value is noted and defaulted."""
-    base = Config()
     ladder, gate, verify, ledger = (
         _section(data, name, problems) for name in ("ladder", "turn_end_gate", "verify", "ledger")
     )
-
-    def pick(name: str, raw: object, check: Any, default: Any) -> Any:
-        if raw is None:
-            return default
-        value = check(raw)
-        if value is None:
-            problems.append(f"{name}: invalid value {raw!r}; using {default!r}")
-            return default
-        return value
-
-    mode = pick("mode", env.get("AGENTCFG_MODE") or data.get("mode"), _choice(MODES), base.mode)
-    budgets = {
-        name: pick(
-            f"ladder.{name}",
-            env.get(f"AGENTCFG_{name.upper()}") or ladder.get(name),
-            check,
-            getattr(base, name),
-        )
-        for name, check in (("max_iterations", positive_int), ("wall_clock", parse_duration))
-    }
-    for name, value in budgets.items():
-        budgets[name], cut = clamp(name, value)
-        if cut:
-            problems.append(f"ladder.{name}: {cut}")
-    stall_window = pick(
-        "ladder.stall_window",
-        env.get("AGENTCFG_STALL_WINDOW") or ladder.get("stall_window"),
-        positive_int,
-        base.stall_window,
+    raw_mode = env.get("AGENTCFG_MODE") or data.get("mode")
+    mode = _pick(problems, "mode", raw_mode, _choice(MODES), BASE.mode)
+    fields = _ladder(ladder, env, problems)
+    fields["verify_timeout"] = _pick(
+        problems, "verify.timeout", verify.get("timeout"), parse_duration, BASE.verify_timeout
     )
-    max_tokens = pick(
-        "ladder.max_tokens",
-        env.get("AGENTCFG_MAX_TOKENS") or ladder.get("max_tokens"),
-        positive_int,
-        base.max_tokens,
-    )
-    verify_timeout = pick(
-        "verify.timeout",
-        verify.get("timeout"),
-        parse_duration,
-        base.verify_timeout,
-    )
-    quotes = pick("ledger.quotes", ledger.get("quotes"), _choice(QUOTES), base.ledger_quotes)
-    reply_wait = pick(
-        "ledger.reply_wait",
-        env.get("AGENTCFG_REPLY_WAIT") or ledger.get("reply_wait"),
-        _reply_wait,
-        base.reply_wait,
-    )
-    for name in ledger:
-        if name not in ("quotes", "reply_wait"):
-            problems.append(f"ledger.{name}: unknown setting")
-    scope = pick("turn_end_gate.scope", gate.get("scope"), _choice(SCOPES), base.gate_scope)
-    detectors = set(DETECTORS)
-    for name in DETECTORS:
-        if pick(f"turn_end_gate.{name}", gate.get(name), switch, True) is False:
-            detectors.discard(name)
-    no_run_continuation, replay = (
-        pick(name, env.get(name), switch, False)
-        for name in ("AGENTCFG_NO_RUN_CONTINUATION", "AGENTCFG_REPLAY")
-    )
-    for name in gate:
-        if name not in (*DETECTORS, "scope"):
-            problems.append(f"turn_end_gate.{name}: unknown setting")
-    chain = _chain(data.get("chain"), problems, base.chain)
+    fields.update(_ledger(ledger, env, problems))
+    fields.update(_gate(gate, env, problems))
+    chain = _chain(data.get("chain"), problems, DEFAULT_CHAIN)
     notify = _notify(_section(data, "notify", problems), problems)
     guard, require = _contract(_section(data, "contract", problems), problems)
-    run = _section(data, "run", problems)
-    reserve, margin, host_args = _run(run, problems)
-    known = (
-        "mode", "ladder", "chain", "turn_end_gate", "verify", "notify", "ledger", "contract", "run"
-    )  # fmt: skip
-    for name in data:
-        if name not in known:
-            problems.append(f"{name}: unknown setting")
+    reserve, margin, host_args = _run(_section(data, "run", problems), problems)
+    _unknown("", data, TOP_LEVEL, problems)
     return Config(
-        mode,
-        int(budgets["max_iterations"]),
-        budgets["wall_clock"],
-        stall_window,
-        chain,
-        scope,
-        frozenset(detectors),
-        verify_timeout,
-        no_run_continuation,
-        replay,
-        quotes,
-        tuple(problems),
-        notify=notify,
-        max_tokens=max_tokens,
-        reply_wait=reply_wait,
-        guard=guard,
-        require=require,
-        reserve=reserve,
-        reserve_margin=margin,
-        host_args=host_args,
+        mode=mode, chain=chain, problems=tuple(problems), notify=notify, guard=guard,
+        require=require, reserve=reserve, reserve_margin=margin, host_args=host_args, **fields,
+    )  # fmt: skip
+
+
+# the settings at the top of agentcfg.yaml
+TOP_LEVEL = (
+    "mode",
+    "ladder",
+    "chain",
+    "turn_end_gate",
+    "verify",
+    "notify",
+    "ledger",
+    "contract",
+    "run",
+)
+
+
+def _pick(problems: list[str], name: str, raw: object, check: Any, default: Any) -> Any:
+    """`raw` as `check` reads it; the default when it is not given, or, noted in `problems`,
+    when `check` refuses it."""
+    if raw is None:
+        return default
+    value = check(raw)
+    if value is None:
+        problems.append(f"{name}: invalid value {raw!r}; using {default!r}")
+        return default
+    return value
+
+
+def _ladder(
+    section: Mapping[str, Any], env: Mapping[str, str], problems: list[str]
+) -> dict[str, Any]:
+    """The ladder's settings by field name, each overridden by AGENTCFG_<NAME>; a budget past
+    its ceiling is cut to it."""
+
+    def read(name: str, check: Any) -> Any:
+        raw = env.get(f"AGENTCFG_{name.upper()}") or section.get(name)
+        return _pick(problems, f"ladder.{name}", raw, check, getattr(BASE, name))
+
+    budgets = (("max_iterations", positive_int), ("wall_clock", parse_duration))
+    fields = {name: read(name, check) for name, check in budgets}
+    for name, value in fields.items():
+        fields[name], cut = clamp(name, value)
+        if cut:
+            problems.append(f"ladder.{name}: {cut}")
+    fields["max_iterations"] = int(fields["max_iterations"])
+    limits = ("stall_window", "max_tokens")
+    return fields | {name: read(name, positive_int) for name in limits}
+
+
+def _ledger(
+    section: Mapping[str, Any], env: Mapping[str, str], problems: list[str]
+) -> dict[str, Any]:
+    """ledger.quotes and ledger.reply_wait (AGENTCFG_REPLY_WAIT over it)."""
+    raw_quotes, raw_wait = section.get("quotes"), section.get("reply_wait")
+    quotes = _pick(problems, "ledger.quotes", raw_quotes, _choice(QUOTES), BASE.ledger_quotes)
+    raw_wait = env.get("AGENTCFG_REPLY_WAIT") or raw_wait
+    reply_wait = _pick(problems, "ledger.reply_wait", raw_wait, _reply_wait, BASE.reply_wait)
+    _unknown("ledger.", section, ("quotes", "reply_wait"), problems)
+    return {"ledger_quotes": quotes, "reply_wait": reply_wait}
+
+
+def _gate(
+    section: Mapping[str, Any], env: Mapping[str, str], problems: list[str]
+) -> dict[str, Any]:
+    """turn_end_gate.scope and each detector's switch, with the switches only env sets."""
+    scope = _pick(
+        problems, "turn_end_gate.scope", section.get("scope"), _choice(SCOPES), BASE.gate_scope
     )
+    detectors = frozenset(
+        name
+        for name in DETECTORS
+        if _pick(problems, f"turn_end_gate.{name}", section.get(name), switch, True) is not False
+    )
+    no_run_continuation, replay = (
+        _pick(problems, name, env.get(name), switch, False)
+        for name in ("AGENTCFG_NO_RUN_CONTINUATION", "AGENTCFG_REPLAY")
+    )
+    _unknown("turn_end_gate.", section, (*DETECTORS, "scope"), problems)
+    return {
+        "gate_scope": scope,
+        "detectors": detectors,
+        "no_run_continuation": no_run_continuation,
+        "replay": replay,
+    }
+
+
+def _unknown(
+    prefix: str, section: Mapping[str, Any], known: tuple[str, ...], problems: list[str]
+) -> None:
+    """A problem for each setting of a section that names none of the `known` ones."""
+    problems.extend(f"{prefix}{name}: unknown setting" for name in section if name not in known)
 
 
 REQUIRABLE = ("red-green",)  # the evidence contract.require may ask of every receipt
@@ -256,9 +269,7 @@ def _contract(section: Mapping[str, Any], problems: list[str]) -> tuple[tuple[st
     if require and require not in REQUIRABLE:
         problems.append(f"contract.require: invalid value {require!r}; only red-green")
         require = ""
-    for name in section:
-        if name not in ("guard", "require"):
-            problems.append(f"contract.{name}: unknown setting")
+    _unknown("contract.", section, ("guard", "require"), problems)
     return tuple(globs), str(require)
 
 
@@ -282,21 +293,8 @@ def _run(
 ) -> tuple[float | None, float | None, tuple[tuple[str, tuple[str, ...]], ...]]:
     """run.reserve (a percent), run.reserve_margin (a duration) and run.args (each host's
     arguments, a list of words)."""
-    reserve = None
-    if section.get("reserve") is not None:
-        reserve = reserve_percent(section["reserve"])
-        if reserve is None:
-            problems.append(
-                f"run.reserve: invalid value {section['reserve']!r}; a percent from 0 to 100"
-            )
-    margin = None
-    if section.get("reserve_margin") is not None:
-        margin = parse_duration(section["reserve_margin"])
-        if margin is None:
-            problems.append(
-                f"run.reserve_margin: invalid value {section['reserve_margin']!r}; "
-                "a duration like 2m"
-            )
+    reserve = _optional(section, "reserve", reserve_percent, "a percent from 0 to 100", problems)
+    margin = _optional(section, "reserve_margin", parse_duration, "a duration like 2m", problems)
     raw = section.get("args", {})
     args: list[tuple[str, tuple[str, ...]]] = []
     if not isinstance(raw, dict):
@@ -307,10 +305,19 @@ def _run(
             args.append((str(host), tuple(words)))
         else:
             problems.append(f"run.args.{host}: expected a list of arguments, not {words!r}")
-    for name in section:
-        if name not in ("reserve", "reserve_margin", "args"):
-            problems.append(f"run.{name}: unknown setting")
+    _unknown("run.", section, ("reserve", "reserve_margin", "args"), problems)
     return reserve, margin, tuple(args)
+
+
+def _optional(
+    section: Mapping[str, Any], name: str, check: Any, expected: str, problems: list[str]
+) -> float | None:
+    """run.<name> as `check` reads it: None when it is not given or, noted, when refused."""
+    raw = section.get(name)
+    value = None if raw is None else check(raw)
+    if raw is not None and value is None:
+        problems.append(f"run.{name}: invalid value {raw!r}; {expected}")
+    return value
 
 
 def _reply_wait(value: object) -> float | None:
@@ -352,9 +359,7 @@ def _chain(
 
 
 def _notify(section: dict[str, Any], problems: list[str]) -> tuple[str, ...]:
-    for name in section:
-        if name != "command":
-            problems.append(f"notify.{name}: unknown setting")
+    _unknown("notify.", section, ("command",), problems)
     command = section.get("command")
     if command is None:
         return ()

@@ -6,15 +6,7 @@ from pathlib import Path
 
 from agentcfg import cache
 from agentcfg.core.order import readiness, waits_json
-from agentcfg.core.roadmap import (
-    DEFAULT_MODE,
-    Phase,
-    Problem,
-    Roadmap,
-    Step,
-    parse_roadmap,
-    scan,
-)
+from agentcfg.core.roadmap import DEFAULT_MODE, Phase, Problem, Roadmap, Step, parse_roadmap, scan
 from agentcfg.errors import RoadmapError
 from agentcfg.workspace import ROADMAP_LIMIT, Workspace, decode
 

@@ -18,7 +18,7 @@ from agentcfg.contract.verify import VerifyResult
 from agentcfg.core.evidence import baseline_line, baseline_total, summary
 from agentcfg.core.lint import lint
 from agentcfg.core.order import order_lines
-from agentcfg.core.roadmap import Step
+from agentcfg.core.roadmap import Roadmap, Step
 from agentcfg.core.texts import plural
 from agentcfg.errors import RoadmapError
 from agentcfg.fleet import steps as fleet
@@ -65,9 +65,7 @@ def _progress(counts: dict[str, Any]) -> str:
 @json_option
 def status_command(slug: str, as_json: bool) -> None:
     """Per-phase progress, counts and the next step."""
-    ws = workspace()
-    slug = ws.canonical(slug)
-    data = loading.status(slug, loading.load(ws, slug))
+    slug, parsed, data = _status(slug)
     if as_json:
         emit_json(data)
         return
@@ -77,9 +75,17 @@ def status_command(slug: str, as_json: bool) -> None:
     for phase in phases:
         say(f"  {phase['title'] or 'Steps':<{width}}  {_progress(phase)}")
     say(f"  {'Total':<{width}}  {_progress(data)}")
-    for line in order_lines(loading.load(ws, slug)):
+    for line in order_lines(parsed):
         say(line)
     say(_next_lines(data["next"], data["blocked"]))
+
+
+def _status(slug: str) -> tuple[str, Roadmap, dict[str, Any]]:
+    """The roadmap a slug names, its canonical slug and its status."""
+    ws = workspace()
+    slug = ws.canonical(slug)
+    parsed = loading.load(ws, slug)
+    return slug, parsed, loading.status(slug, parsed)
 
 
 def _next_lines(step: dict[str, Any] | None, blocked: int) -> str:
@@ -94,9 +100,7 @@ def _next_lines(step: dict[str, Any] | None, blocked: int) -> str:
 @json_option
 def next_command(slug: str, as_json: bool) -> None:
     """The next open step and its verify line."""
-    ws = workspace()
-    slug = ws.canonical(slug)
-    data = loading.status(slug, loading.load(ws, slug))
+    slug, _, data = _status(slug)
     if as_json:
         emit_json(data["next"])
         return

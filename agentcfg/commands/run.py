@@ -5,14 +5,17 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import click
 
 from agentcfg.agents import agent_session, require_person
 from agentcfg.commands import COUNT, DURATION, clock, emit_json, json_option, say, workspace
-from agentcfg.config import load_config, reserve_percent
+from agentcfg.config import Config, load_config, reserve_percent
 from agentcfg.contract import verify
 from agentcfg.core.evidence import baseline_line, baseline_total
 from agentcfg.core.quota import QUOTA_MARGIN
@@ -28,15 +31,18 @@ from agentcfg.run import model as unattended
 from agentcfg.workspace import Workspace
 
 
-def _passed_on(
-    until: str | None, window: str | None, max_restarts: int | None, max_wait: float | None
-) -> list[str]:
-    """The run options each fleet member gets as they were given."""
-    given = {"--until": until, "--window": window, "--max-restarts": max_restarts}
+def _passed_on(given: Mapping[str, Any]) -> list[str]:
+    """The run options each fleet member gets as they were given (`given`: the command's
+    parameters by name)."""
     line = [
-        part for name, value in given.items() if value is not None for part in (name, str(value))
+        part
+        for name in ("until", "window", "max_restarts", "reserve")
+        if given[name] is not None
+        for part in ("--" + name.replace("_", "-"), str(given[name]))
     ]
-    return line + ([] if max_wait is None else ["--max-wait", f"{int(max_wait)}s"])
+    if given["max_wait"] is not None:
+        line += ["--max-wait", f"{int(given['max_wait'])}s"]
+    return line + (["--fresh-per-step"] if given["fresh_per_step"] else [])
 
 
 _HOSTS = " or ".join(", ".join(driver.runnable_hosts()).rsplit(", ", 1))
@@ -137,40 +143,15 @@ def run(
     go to the host. Exit 0 when complete; see the README for the other exit codes."""
     moment = clock().now()
     offset = float(time.localtime(moment).tm_gmtoff)
-    parsed_window = None
-    if window is not None:
-        parsed_window = unattended.parse_window(window)
-        if parsed_window is None:
-            raise AgentcfgError(f"--window {window!r} is not HH:MM-HH:MM, e.g. 22:00-06:00")
-    parsed_until = None
-    if until is not None:
-        parsed_until = unattended.parse_until(until, moment, offset)
-        if parsed_until is None:
-            raise AgentcfgError(
-                f"--until {until!r} is not HH:MM, an ISO-8601 time or a duration like 8h"
-            )
-    hosts = [name.strip() for name in host.split(",")]
-    if not all(hosts):
-        raise AgentcfgError(f"--host {host!r} is not a host or a list of hosts like claude,codex")
-    if len(hosts) > 1 and (agents is not None or member is not None):
-        raise click.UsageError("--host with several hosts goes without --agents")
-    parsed_reserve = None if reserve is None else reserve_percent(reserve)
-    if reserve is not None and parsed_reserve is None:
-        raise AgentcfgError(f"--reserve {reserve!r} is not a percent from 0 to 100, e.g. 30")
+    when = _when(until, window, moment, offset)
+    hosts = _hosts(host, fleet=agents is not None or member is not None)
+    parsed_reserve = None if reserve is None else _reserve(reserve)
     if (member is None) != (fleet_root is None):  # alone, --member would act as --force
         raise click.UsageError("--member and --fleet-root are a fleet's own: they go together")
     ws = workspace()
     config = load_config(ws, os.environ)
     args = dict(config.host_args)
-    policy = unattended.Policy(
-        max_restarts=unattended.MAX_RESTARTS if max_restarts is None else max_restarts,
-        until=parsed_until,
-        window=parsed_window,
-        utc_offset=offset,
-        max_wait=unattended.LIMIT_WAIT if max_wait is None else max_wait,
-        reserve=config.reserve if parsed_reserve is None else parsed_reserve,
-        quota_margin=QUOTA_MARGIN if config.reserve_margin is None else config.reserve_margin,
-    )
+    policy = _policy(config, when, offset, max_restarts, max_wait, parsed_reserve)
     host, others = hosts[0], tuple(hosts[1:])
     extra = (*args.get(host, ()), *extra)
     require_person("agentcfg run", agent_session(os.environ, ws=ws))  # a fresh run is theirs
@@ -185,45 +166,143 @@ def run(
     )  # fmt: skip
     ready = driver.prepare(ws, request, os.environ, Path.home(), hook=agents is None)
     signal.signal(signal.SIGTERM, driver.on_sigterm)
-
-    def baseline() -> None:  # each open step's check once before the work, unless told not to
-        if no_baseline:
-            return
-        taken, untrusted = verify.take_baseline(ws, slug, os.environ, echo=lambda step, result: say(
-            baseline_line(step.name, result.exit_code, result.duration), err=as_json
-        ), clock=clock().now)  # fmt: skip
-        if taken or untrusted:
-            ran = [(r.exit_code, r.duration) for r in taken]
-            say(baseline_total(ws.canonical(slug), ran, untrusted), err=as_json)
-
+    baseline = (lambda: None) if no_baseline else partial(_baseline, ws, slug, as_json)
+    lease = (into, coordinate, lease_ttl or TTL)
     if agents is not None:  # each member warns as it starts: a fleet that cannot start is one line
-        options = _passed_on(until, window, max_restarts, max_wait)
-        options += ["--fresh-per-step"] if fresh_per_step else []
-        code = fleet_run.run_fleet(
-            ws, slug, host, agents, into, coordinate, lease_ttl or TTL,
-            [*options, "--", *extra], baseline=baseline,
-            member_check=lambda tree: driver.prepare(tree, request, os.environ, Path.home()),
-        )  # fmt: skip
-        raise SystemExit(code)
+        passed = [*_passed_on(click.get_current_context().params), "--", *extra]
+        raise SystemExit(_fleet(ws, request, agents, lease, passed, baseline))
     if member is not None and fleet_root is not None:  # a fleet's member: the fleet's leases
-        shown = lambda line: say(f"[{member}] {line}", err=as_json)  # noqa: E731
-        env = fleet.member_env(os.environ, Workspace(Path(fleet_root)).canonical(slug))
-        say(f"[{member}] {_store_line(ws.root, ready, extra)}", err=as_json)
-        for line in ready.warnings:
-            say(f"[{member}] agentcfg run: warning: {line}", err=as_json)
-        raise SystemExit(
-            fleet_run.run_member(
-                ws, Path(fleet_root), slug, host, member, into, coordinate, lease_ttl or TTL,
-                lambda tree, step: driver.drive(
-                    tree, replace(request, step=step), ready, env, clock(), shown
-                ),
-                say=shown,
+        raise SystemExit(_member(ws, request, ready, (member, fleet_root), lease, as_json))
+    raise SystemExit(_alone(ws, request, ready, hosts, baseline, as_json))
+
+
+_Lease = tuple["str | None", "str | None", float]  # a fleet's branch, remote and lease life
+
+
+def _when(
+    until: str | None, window: str | None, moment: float, offset: float
+) -> tuple[float | None, unattended.Window | None]:
+    """--until and --window read; AgentcfgError when one is not a time."""
+    parsed_window = None
+    if window is not None:
+        parsed_window = unattended.parse_window(window)
+        if parsed_window is None:
+            raise AgentcfgError(f"--window {window!r} is not HH:MM-HH:MM, e.g. 22:00-06:00")
+    parsed_until = None
+    if until is not None:
+        parsed_until = unattended.parse_until(until, moment, offset)
+        if parsed_until is None:
+            raise AgentcfgError(
+                f"--until {until!r} is not HH:MM, an ISO-8601 time or a duration like 8h"
             )
-        )  # fmt: skip
-    say(_store_line(ws.root, ready, extra), err=as_json)
+    return parsed_until, parsed_window
+
+
+def _hosts(host: str, fleet: bool) -> list[str]:
+    """The hosts --host names, in its order; a list of them only outside a fleet."""
+    hosts = [name.strip() for name in host.split(",")]
+    if not all(hosts):
+        raise AgentcfgError(f"--host {host!r} is not a host or a list of hosts like claude,codex")
+    if len(hosts) > 1 and fleet:
+        raise click.UsageError("--host with several hosts goes without --agents")
+    return hosts
+
+
+def _reserve(reserve: str) -> float:
+    """--reserve read as a percent; AgentcfgError when it is not one."""
+    parsed = reserve_percent(reserve)
+    if parsed is None:
+        raise AgentcfgError(f"--reserve {reserve!r} is not a percent from 0 to 100, e.g. 30")
+    return parsed
+
+
+def _policy(
+    config: Config,
+    when: tuple[float | None, unattended.Window | None],
+    offset: float,
+    max_restarts: int | None,
+    max_wait: float | None,
+    reserve: float | None,
+) -> unattended.Policy:
+    """The run's policy: the options given, agentcfg.yaml's run settings, else the defaults."""
+    return unattended.Policy(
+        max_restarts=unattended.MAX_RESTARTS if max_restarts is None else max_restarts,
+        until=when[0],
+        window=when[1],
+        utc_offset=offset,
+        max_wait=unattended.LIMIT_WAIT if max_wait is None else max_wait,
+        reserve=config.reserve if reserve is None else reserve,
+        quota_margin=QUOTA_MARGIN if config.reserve_margin is None else config.reserve_margin,
+    )
+
+
+def _baseline(ws: Workspace, slug: str, as_json: bool) -> None:
+    """Each open step's check once before the work."""
+    taken, untrusted = verify.take_baseline(ws, slug, os.environ, echo=lambda step, result: say(
+        baseline_line(step.name, result.exit_code, result.duration), err=as_json
+    ), clock=clock().now)  # fmt: skip
+    if taken or untrusted:
+        ran = [(r.exit_code, r.duration) for r in taken]
+        say(baseline_total(ws.canonical(slug), ran, untrusted), err=as_json)
+
+
+def _fleet(
+    ws: Workspace,
+    request: driver.Request,
+    agents: int,
+    lease: _Lease,
+    passed: list[str],
+    baseline: Callable[[], None],
+) -> int:
+    """`run --agents N`: the fleet's ending, once every member has ended."""
+    return fleet_run.run_fleet(
+        ws, request.slug, request.host, agents, *lease, passed, baseline=baseline,
+        member_check=lambda tree: driver.prepare(tree, request, os.environ, Path.home()),
+    )  # fmt: skip
+
+
+def _member(
+    ws: Workspace,
+    request: driver.Request,
+    ready: driver.Prepared,
+    member: tuple[int, Path],
+    lease: _Lease,
+    as_json: bool,
+) -> int:
+    """A fleet's member (its number and the fleet's checkout): the host driven on each step
+    the fleet's leases give it, every line it says marked as its own."""
+    n, root = member
+
+    def shown(line: str) -> None:
+        say(f"[{n}] {line}", err=as_json)
+
+    env = fleet.member_env(os.environ, Workspace(root).canonical(request.slug))
+    shown(_store_line(ws.root, ready, request.extra))
+    for line in ready.warnings:
+        shown(f"agentcfg run: warning: {line}")
+    return fleet_run.run_member(
+        ws, root, request.slug, request.host, n, *lease,
+        lambda tree, step: driver.drive(
+            tree, replace(request, step=step), ready, env, clock(), shown
+        ),
+        say=shown,
+    )  # fmt: skip
+
+
+def _alone(
+    ws: Workspace,
+    request: driver.Request,
+    ready: driver.Prepared,
+    hosts: list[str],
+    baseline: Callable[[], None],
+    as_json: bool,
+) -> int:
+    """A run of its own: its first lines, the baseline, then the host driven to the run's
+    ending."""
+    say(_store_line(ws.root, ready, request.extra), err=as_json)
     for line in ready.warnings:
         say(f"agentcfg run: warning: {line}", err=as_json)
-    if policy.reserve is not None:
+    if request.policy.reserve is not None:
         for name in hosts:
             if not windows.shows(name):
                 say(f"agentcfg run: {reserve_unseen(name)}", err=as_json)
@@ -233,7 +312,7 @@ def run(
     )
     if as_json:
         emit_json(result.to_json())
-    raise SystemExit(result.exit_code)
+    return result.exit_code
 
 
 def _store_line(root: Path, ready: driver.Prepared, extra: tuple[str, ...]) -> str:

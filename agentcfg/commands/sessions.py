@@ -72,7 +72,7 @@ def claim_command(
         raise click.UsageError("--coordinate and --lease-ttl go with --step")
     inside = agent_session(os.environ, ws=ws) is not None
     if step is None:
-        _claim(ws, slug, force, session, max_iterations, wall_clock, max_tokens, inside)
+        _claim(ws, slug, force, session, (max_iterations, wall_clock, max_tokens), inside)
         return
     held = read_membership(ws, ws.canonical(slug))
     if inside and held is not None:  # a member's agent works the one step it leases
@@ -80,7 +80,7 @@ def claim_command(
     host = host_of(os.environ)
     lease = fleet.claim_step(
         ws, slug, step,
-        lambda: _claim(ws, slug, force, session, max_iterations, wall_clock, max_tokens, inside),
+        lambda: _claim(ws, slug, force, session, (max_iterations, wall_clock, max_tokens), inside),
         session_id=claims.find_session(session, os.environ, session_env()), force=force,
         inside=inside, host=host.NAME if host else "unknown", coordinate=coordinate, now=now(),
         ttl=lease_ttl or TTL,
@@ -96,26 +96,19 @@ def _claim(
     slug: str,
     force: bool,
     session: str | None,
-    max_iterations: int | None,
-    wall_clock: float | None,
-    max_tokens: int | None,
+    asked: tuple[int | None, float | None, int | None],
     inside: bool,
 ) -> None:
-    max_iterations, wall_clock, cut = claims.clamp_budget(max_iterations, wall_clock)
+    """The claim, told: `asked` is the budget given (iterations, wall clock, tokens)."""
+    max_iterations, wall_clock, cut = claims.clamp_budget(asked[0], asked[1])
+    max_tokens = asked[2]
     for line in cut:
         click.echo(f"note: {line}")
+    budget = {"max_iterations": max_iterations, "wall_clock": wall_clock, "max_tokens": max_tokens}
+    terms = {"now": now(), "force": force, "inside": inside, **budget}
     session_id = claims.find_session(session, os.environ, session_env())
     if session_id is None:
-        pending = controls.claim_pending(
-            ws,
-            slug,
-            now=now(),
-            force=force,
-            max_iterations=max_iterations,
-            wall_clock=wall_clock,
-            max_tokens=max_tokens,
-            inside=inside,
-        )
+        pending = controls.claim_pending(ws, slug, **terms)
         slug = pending.slug
         say(f"claimed roadmap `{slug}` for the session that shows {pending.token}")
         say(
@@ -123,32 +116,40 @@ def _claim(
             "reaches binds the claim"
         )
     else:
-        result = controls.claim(
-            ws,
-            session_id,
-            slug,
-            now=now(),
-            force=force,
-            max_iterations=max_iterations,
-            wall_clock=wall_clock,
-            max_tokens=max_tokens,
-            inside=inside,
-        )
-        slug = result.claim.slug
-        if result.kept:
-            run = claims.shown_run(claims.read_run(ws, result.claim))
-            budget = max_iterations or wall_clock or max_tokens
-            say(
-                f"session {session_id} holds roadmap `{slug}` already: its run goes on as it "
-                f"was ({run}{'; its budget as first claimed' if budget else ''}); only a "
-                "person starts it afresh, from their own terminal"
-            )
+        claimed = _claim_session(ws, session_id, slug, terms, any(budget.values()))
+        if claimed is None:
             return
-        for peer in result.displaced:
-            say(f"took roadmap `{slug}` over from session {peer.session_id}")
-        if result.replaced is not None:
-            say(f"replaced this session's claim on `{result.replaced.slug}`; the run starts afresh")
-        say(f"claimed roadmap `{slug}` for session {session_id}")
+        slug = claimed
+    _say_budget(max_iterations, wall_clock, max_tokens)
+    _say_notes(ws, slug, session)
+
+
+def _claim_session(
+    ws: Workspace, session_id: str, slug: str, terms: dict[str, Any], budget: bool
+) -> str | None:
+    """The roadmap this session now holds, told with whom it took it over from; None when
+    the session held it already, whose run goes on."""
+    result = controls.claim(ws, session_id, slug, **terms)
+    slug = result.claim.slug
+    if result.kept:
+        run = claims.shown_run(claims.read_run(ws, result.claim))
+        say(
+            f"session {session_id} holds roadmap `{slug}` already: its run goes on as it "
+            f"was ({run}{'; its budget as first claimed' if budget else ''}); only a "
+            "person starts it afresh, from their own terminal"
+        )
+        return None
+    for peer in result.displaced:
+        say(f"took roadmap `{slug}` over from session {peer.session_id}")
+    if result.replaced is not None:
+        say(f"replaced this session's claim on `{result.replaced.slug}`; the run starts afresh")
+    say(f"claimed roadmap `{slug}` for session {session_id}")
+    return slug
+
+
+def _say_budget(
+    max_iterations: int | None, wall_clock: float | None, max_tokens: int | None
+) -> None:
     caps = [f"max {max_iterations} iterations"] if max_iterations else []
     if wall_clock:
         caps.append(f"wall clock {format_duration(wall_clock)}")
@@ -156,6 +157,11 @@ def _claim(
         caps.append(f"{max_tokens:,} tokens")
     if caps:
         say("budget: " + ", ".join(caps))
+
+
+def _say_notes(ws: Workspace, slug: str, session: str | None) -> None:
+    """What keeps the stop hook from carrying the claimed roadmap on: its mode, and what the
+    host here allows its agent (asked only when no --session names another)."""
     mode = loading.status(slug, loading.load(ws, slug))["mode"]
     if mode != "autonomous":
         say(

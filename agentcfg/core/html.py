@@ -461,13 +461,24 @@ def timeline(row: dict[str, Any]) -> str:
     axis = Axis(first, last)
     points = [(t, p["open"]) for p in line.get("open", []) if (t := parse_iso(p["at"])) is not None]
     top: int = max([1, *(int(n) for _, n in points)])
-    base = TOP + PLOT
+    drawn = _waits(line.get("waits", []), axis, last)
+    drawn += _open_steps(points, top, axis, last)
+    drawn += _restarts(line.get("restarts", []), axis)
+    drawn += _engagements(line.get("engagements", []), row["tokens"]["engagements"], axis)
+    drawn += _close_marks(line.get("closes", []), dict(points), top, axis)
+    drawn.append(axis.draw(TOP + PLOT + 26))
+    return _svg("".join(drawn), LINE_W, TOP + PLOT + 26 + 34, "timeline")
 
-    def y(n: int) -> float:
-        return TOP + (1 - n / top) * PLOT
 
+def _height(n: int, top: int) -> float:
+    """The y of `n` open steps on a plot whose top is `top` of them."""
+    return TOP + (1 - n / top) * PLOT
+
+
+def _waits(waits: list[dict[str, Any]], axis: Axis, last: float) -> list[str]:
+    """Each wait a shaded span with its label; one not yet over runs to the run's end."""
     drawn = []
-    for wait in line.get("waits", []):
+    for wait in waits:
         start, until = parse_iso(wait["from"]), parse_iso(wait["until"])
         if start is None:
             continue
@@ -486,34 +497,50 @@ def timeline(row: dict[str, Any]) -> str:
             f'text-anchor="{"end" if right else "start"}">'
             f"{WAIT_LABELS.get(wait['kind'], _text(wait['kind']))}</text>"
         )
-    grid = sorted({top, 0, top // 2})
-    drawn += [
-        f'<line class="grid" x1="{LEFT}" y1="{y(n):.1f}" x2="{LINE_W - RIGHT}" y2="{y(n):.1f}"/>'
-        f'<text class="open-label" x="{LEFT - 6}" y="{y(n) + 3:.1f}" text-anchor="end">{n}</text>'
-        for n in grid
+    return drawn
+
+
+def _open_steps(points: list[tuple[float, int]], top: int, axis: Axis, last: float) -> list[str]:
+    """The open steps' scale, its grid, and their count over time as a step line."""
+    drawn = [
+        f'<line class="grid" x1="{LEFT}" y1="{y:.1f}" x2="{LINE_W - RIGHT}" y2="{y:.1f}"/>'
+        f'<text class="open-label" x="{LEFT - 6}" y="{y + 3:.1f}" text-anchor="end">{n}</text>'
+        for n in sorted({top, 0, top // 2})
+        for y in (_height(n, top),)
     ]
     drawn.append(
         f'<text x="{LEFT - 6}" y="{TOP - 4}" text-anchor="end">open</text>'
-        f'<line class="axis" x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{base}"/>'
+        f'<line class="axis" x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{TOP + PLOT}"/>'
     )
     if points:
-        path = [f"M{axis.x(points[0][0]):.1f},{y(points[0][1]):.1f}"]
+        path = [f"M{axis.x(points[0][0]):.1f},{_height(points[0][1], top):.1f}"]
         for t, n in points[1:]:
-            path.append(f"H{axis.x(t):.1f}V{y(n):.1f}")
+            path.append(f"H{axis.x(t):.1f}V{_height(n, top):.1f}")
         path.append(f"H{axis.x(last):.1f}")
         drawn.append(f'<path class="line" d="{"".join(path)}"/>')
-    for restart in line.get("restarts", []):
+    return drawn
+
+
+def _restarts(restarts: list[dict[str, Any]], axis: Axis) -> list[str]:
+    """Each restart of the host a dashed line across the plot."""
+    drawn = []
+    for restart in restarts:
         at = parse_iso(restart["at"])
         if at is not None:
             drawn.append(
                 f'<line class="restart" x1="{axis.x(at):.1f}" y1="{TOP}" x2="{axis.x(at):.1f}" '
-                f'y2="{base + 26}"><title>host restarted at {_at(at)}: '
+                f'y2="{TOP + PLOT + 26}"><title>host restarted at {_at(at)}: '
                 f"{_text(restart['reason'])}</title></line>"
             )
-    closed = {e["engagement"]: e["closed"] for e in row["tokens"]["engagements"]}
-    lane = base + 14
-    drawn.append(f'<text x="{LEFT - 6}" y="{lane + 3}" text-anchor="end">engaged</text>')
-    for mark in line.get("engagements", []):
+    return drawn
+
+
+def _engagements(marks: list[dict[str, Any]], costs: list[dict[str, Any]], axis: Axis) -> list[str]:
+    """Each engagement a mark in the lane under the plot, red when it closed nothing."""
+    closed = {e["engagement"]: e["closed"] for e in costs}
+    lane = TOP + PLOT + 14
+    drawn = [f'<text x="{LEFT - 6}" y="{lane + 3}" text-anchor="end">engaged</text>']
+    for mark in marks:
         at = parse_iso(mark["at"])
         if at is None:
             continue
@@ -524,18 +551,24 @@ def timeline(row: dict[str, Any]) -> str:
             f'cy="{lane}" r="4"><title>engagement {mark["engagement"]}{step} at {_at(at)}: '
             f"{_number(mark['tokens'])} tokens</title></circle>"
         )
-    after = {t: n for t, n in points}
-    for shut in line.get("closes", []):
+    return drawn
+
+
+def _close_marks(
+    closes: list[dict[str, Any]], after: dict[float, int], top: int, axis: Axis
+) -> list[str]:
+    """Each step closed a diamond on the step line, at the open steps it left."""
+    drawn = []
+    for shut in closes:
         at = parse_iso(shut["at"])
         if at is None:
             continue
-        cx, cy = axis.x(at), y(after.get(at, 0))
+        cx, cy = axis.x(at), _height(after.get(at, 0), top)
         drawn.append(
             f'<path class="close" d="M{cx:.1f},{cy - 5:.1f}l5,5l-5,5l-5,-5z">'
             f"<title>step {_text(shut['step'])} closed at {_at(at)}</title></path>"
         )
-    drawn.append(axis.draw(base + 26))
-    return _svg("".join(drawn), LINE_W, base + 26 + 34, "timeline")
+    return drawn
 
 
 def _legend(row: dict[str, Any]) -> str:

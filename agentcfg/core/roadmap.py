@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from agentcfg.core.records import Record
 
@@ -168,13 +168,8 @@ class Counts(Record):
         return self.open + self.blocked + self.done + self.deferred + self.cancelled
 
     def to_json(self) -> dict[str, int]:
-        return {
-            "open": self.open,
-            "blocked": self.blocked,
-            "done": self.done,
-            "deferred": self.deferred,
-            "cancelled": self.cancelled,
-        }
+        """Each count by its name: open, blocked, done, deferred, cancelled."""
+        return self._asdict()
 
 
 class Scan(Record):
@@ -470,9 +465,53 @@ def _marks_of(meta: dict[str, Any], problems: list[Problem]) -> dict[str, str]:
     return marks
 
 
+_Heading = tuple[int, int, str, "str | None"]  # line, level, title, phase id
+_Section = tuple[int, "str | None"]  # a heading's line and title
+
+
 def _parse_body(
     body: str, offset: int, marks: dict[str, str], problems: list[Problem], shortcut: bool
 ) -> tuple[list[Phase], list[Step]]:
+    tokens, items, headings = _blocks(body, offset, shortcut)
+    found: dict[str, Phase] = {}
+    for at, _, title, phase_id in headings:
+        if phase_id is not None and phase_id not in found:
+            found[phase_id] = Phase(phase_id, title, at)
+    phases = list(found.values()) or [Phase("1", "", 0)]
+    drafts: list[Step] = []  # each with the label it found, settled at the end
+    shown: dict[int, str] = {}  # a labelled draft's text with its label left in
+    ordinals: dict[str, int] = {}
+    stray: dict[_Section, list[int]] = {}  # section: lines of its checkboxes
+    checkbox = _rx(_CHECKBOX).match
+    for line, item, section, phase in _placed(items, headings, offset):
+        if isinstance(item, int):
+            box = _box(tokens, item)
+            own, nested, _ = _item_parts(tokens, item) if box is not None else ([], [], 0)
+        else:
+            box, own, nested = checkbox(item), [item], []
+        if box is None:
+            continue
+        if phase is None and found:  # a checkbox outside every phase
+            stray.setdefault(section, []).append(line)
+            continue
+        phase = phases[0].id if phase is None else phase
+        ordinals[phase] = ordinals.get(phase, 0) + 1
+        step, text = _draft(
+            own, nested, box, marks, f"{phase}.{ordinals[phase]}", phase, line, problems
+        )
+        if step.label:
+            shown[len(drafts)] = text
+        drafts.append(step)
+    _note_strays(stray, problems)
+    return phases, _settle_labels(drafts, shown, problems)
+
+
+def _blocks(
+    body: str, offset: int, shortcut: bool
+) -> tuple[list[Token], list[tuple[int, int | str]], list[_Heading]]:
+    """The body's markdown-it tokens (none when every line is simple), its list items in
+    order (a token's index, or a simple item's text, after the item's line in the body) and
+    its headings."""
     rows = body.split("\n")
     simple = _simple_items(rows) if shortcut else {}
     plain = _plain_headings(rows, simple, offset) if simple else None
@@ -484,22 +523,18 @@ def _parse_body(
     ]
     if simple:
         items = sorted([*items, *simple.items()], key=lambda item: item[0])
-    headings = _headings(tokens, offset) if plain is None else plain
-    found: dict[str, Phase] = {}
-    for at, _, title, phase_id in headings:
-        if phase_id is not None and phase_id not in found:
-            found[phase_id] = Phase(phase_id, title, at)
-    phases = list(found.values()) or [Phase("1", "", 0)]
-    phased = bool(found)
-    drafts: list[Step] = []  # each with the label it found, settled at the end
-    shown: dict[int, str] = {}  # a labelled draft's text with its label left in
-    ordinals: dict[str, int] = {}
+    return tokens, items, _headings(tokens, offset) if plain is None else plain
+
+
+def _placed(
+    items: list[tuple[int, int | str]], headings: list[_Heading], offset: int
+) -> Iterator[tuple[int, int | str, _Section, str | None]]:
+    """Each item with its line, the heading it sits under, and the id of the innermost phase
+    whose heading's span holds it (None outside every phase)."""
     stack: list[tuple[int, str]] = []  # open phase spans: (heading level, phase id)
-    section: tuple[int, str | None] = (0, None)  # the heading the next item sits under
-    stray: dict[tuple[int, str | None], list[int]] = {}  # section: lines of its checkboxes
+    section: _Section = (0, None)
     upcoming = iter(headings)
     heading = next(upcoming, None)
-    checkbox = _rx(_CHECKBOX).match
     for at_line, item in items:
         line = at_line + offset + 1
         while heading is not None and heading[0] <= line:
@@ -510,24 +545,12 @@ def _parse_body(
                 stack.append((level, phase_id))
             section = (at, title)
             heading = next(upcoming, None)
-        if isinstance(item, int):
-            box = _box(tokens, item)
-            own, nested, _ = _item_parts(tokens, item) if box is not None else ([], [], 0)
-        else:
-            box, own, nested = checkbox(item), [item], []
-        if box is None:
-            continue
-        if phased and not stack:
-            stray.setdefault(section, []).append(line)
-            continue
-        phase = stack[-1][1] if phased else phases[0].id
-        ordinals[phase] = ordinals.get(phase, 0) + 1
-        step, text = _draft(
-            own, nested, box, marks, f"{phase}.{ordinals[phase]}", phase, line, problems
-        )
-        if step.label:
-            shown[len(drafts)] = text
-        drafts.append(step)
+        yield line, item, section, stack[-1][1] if stack else None
+
+
+def _note_strays(stray: dict[_Section, list[int]], problems: list[Problem]) -> None:
+    """A note for each section outside every phase that holds checkboxes, unless its title
+    says they are not meant as steps (acceptance criteria, a checklist...)."""
     for (at, name), lines in stray.items():
         if name is None or not any(word in name.casefold() for word in _EXEMPT):
             where = f"under `{clip(name, 60)}`" if name is not None else "before the first phase"
@@ -538,7 +561,6 @@ def _parse_body(
                 "heading hold steps"
             )
             problems.append(Problem(at or lines[0], "note", message))
-    return phases, _settle_labels(drafts, shown, problems)
 
 
 def _markdown_it(body: str, rows: list[str], simple: dict[int, str]) -> list[Token]:

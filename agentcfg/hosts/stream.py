@@ -65,6 +65,7 @@ class RateLimit:
     kind: str  # the binding window's name (`rateLimitType`)
     resets_at: float | None
     windows: tuple[Window, ...]
+    utilization: float | None = None  # the binding window's, when the event tells it
 
 
 @dataclass(frozen=True)
@@ -181,6 +182,7 @@ def _rate_limit(info: object) -> RateLimit | None:
         _str(info.get("rateLimitType")),
         _epoch(info.get("resetsAt")),
         shown,
+        _fraction(info.get("utilization")),
     )
 
 

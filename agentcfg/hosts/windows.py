@@ -21,35 +21,24 @@ from pathlib import Path
 
 from agentcfg.core.quota import Reading
 from agentcfg.hosts.limits import LATEST
+from agentcfg.hosts.stream import RateLimit, parse_line
 
 LINE_LIMIT = 64 * 1024  # a rate-limit record is small: a longer line is some other record
 
 
 def claude_windows(line: str | bytes) -> list[Reading]:
-    """The windows one line of Claude Code's stream-json shows; [] for any other line."""
+    """The windows one line of Claude Code's stream-json shows, read by the one parser of that
+    stream (hosts/stream.py); [] for any other line."""
     if len(line) > LINE_LIMIT or b'"rate_limit_event"' not in _bytes(line):
         return []
-    try:
-        record = json.loads(line)
-    except ValueError:
-        return []
-    if not isinstance(record, dict) or record.get("type") != "rate_limit_event":
-        return []
-    info = record.get("rate_limit_info")
-    if not isinstance(info, dict):
-        return []
     found: list[Reading] = []
-    windows = info.get("unifiedWindows")
-    if isinstance(windows, dict):
-        for name, window in windows.items():
-            reading = _reading(str(name), window)
-            if reading is not None:
-                found.append(reading)
-    kind = info.get("rateLimitType")
-    if not found and isinstance(kind, str) and "utilization" in info:
-        reading = _reading(kind, info)  # an event that tells only the window it is about
-        if reading is not None:
-            found.append(reading)
+    for event in parse_line(line):
+        if not isinstance(event, RateLimit):
+            continue
+        shown = [(w.name, w.utilization, w.resets_at) for w in event.windows]
+        if not shown and event.kind:  # an event that tells only the window it is about
+            shown = [(event.kind, event.utilization, event.resets_at)]
+        found += [r for r in (_reading(*each) for each in shown) if r is not None]
     return found
 
 
@@ -76,8 +65,8 @@ def codex_windows(line: str | bytes) -> list[Reading]:
             continue
         used, minutes = _number(window.get("used_percent")), window.get("window_minutes")
         name = CODEX_WINDOWS.get(minutes, slot) if isinstance(minutes, int) else slot
-        reading = _reading(name, {"utilization": None if used is None else used / 100.0,
-                                  "resetsAt": window.get("resets_at")})  # fmt: skip
+        share = None if used is None else used / 100.0
+        reading = _reading(name, share, _number(window.get("resets_at")))
         if reading is not None:
             found.append(reading)
     return found
@@ -98,13 +87,9 @@ def codex_session_file(env: Mapping[str, str], session: str) -> Path | None:
     return found[-1] if found else None
 
 
-def _reading(name: str, window: object) -> Reading | None:
-    if not isinstance(window, dict):
-        return None
-    used = _number(window.get("utilization"))
+def _reading(name: str, used: float | None, reset: float | None) -> Reading | None:
     if used is None or not 0.0 <= used <= 10.0:  # over 1: past the window, as overage is
         return None
-    reset = _number(window.get("resetsAt"))
     if reset is not None and not 0.0 < reset <= LATEST:
         reset = None
     return Reading(name[:40], used, reset)

@@ -139,3 +139,34 @@ def test_a_members_host_runs_with_the_fleets_roadmap_named(
     )
     assert result.exit_code == 0, result.output
     assert seen == ["demo"]
+
+
+def test_a_fleets_members_keep_the_reserve_it_was_given(
+    ws: Path, ready: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`run --agents N --reserve PCT`: each member's run pauses at the reserve it was given,
+    as a run of its own would."""
+    committed(ws)
+    lines: list[list[str]] = []
+
+    def start_members(plan: object, members: object, argv: Any, env: object) -> list[object]:
+        lines.append(argv(1))
+        return []
+
+    monkeypatch.setattr(fleet_run, "start_members", start_members)
+    run_cli("run", "demo", "--host", "claude", "--agents", "2", "--reserve", "30%", env=ready)
+    reserves: list[float | None] = []
+
+    def drive(tree: Workspace, request: driver.Request, *rest: object) -> None:
+        reserves.append(request.policy.reserve)
+
+    def run_member(ws: Workspace, root: Path, *args: Any, **named: Any) -> int:
+        args[-1](ws, "1.1")
+        return 0
+
+    monkeypatch.setattr(driver, "drive", drive)
+    monkeypatch.setattr(fleet_run, "run_member", run_member)
+    [line] = lines
+    result = run_cli(*line[line.index("run") :], env=ready)  # the member's own command line
+    assert result.exit_code == 0, result.output
+    assert reserves == [30.0]
