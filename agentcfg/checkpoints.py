@@ -13,6 +13,7 @@ import os
 import time
 
 from agentcfg import state
+from agentcfg.core import events
 from agentcfg.core.records import Record
 from agentcfg.core.times import iso, parse_iso
 from agentcfg.errors import CheckpointError, StateError
@@ -254,10 +255,12 @@ def before_step(
         if in_repository(ws.root):
             taken = take(ws, slug, step, run, now, env, budget)
             fields: dict[str, object] = {"step": step, "ref": taken.ref, "commit": taken.commit}
-            state.append_ledger(ws.state, state.event("checkpoint", now, run, slug, **fields))
+            state.append_ledger(ws.state, state.event(events.CHECKPOINT, now, run, slug, **fields))
     except (CheckpointError, OSError, ValueError) as exc:  # the work goes on without one
         fields = {"step": step, "reason": str(exc) or type(exc).__name__}
-        state.append_ledger(ws.state, state.event("checkpoint-failed", now, run, slug, **fields))
+        state.append_ledger(
+            ws.state, state.event(events.CHECKPOINT_FAILED, now, run, slug, **fields)
+        )
     # tried once per step, in a repository or not: a repository too slow for the budget is not
     # tried at every fire, and a fire outside one loads nothing more until the step changes
     try:
@@ -387,7 +390,7 @@ def rollback(
         "step": step, "checkpoint": found.ref, "attempt": attempt, "reopened": list(reopened),
         "runs": runs, "by": by,
     }  # fmt: skip
-    state.append_ledger(ws.state, state.event("rolled-back", now, None, slug, **fields))
+    state.append_ledger(ws.state, state.event(events.ROLLED_BACK, now, None, slug, **fields))
     return Rollback(found, attempt, reopened)
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from agentcfg import state
 from agentcfg.contract import seal
 from agentcfg.contract import store as contract
+from agentcfg.core import events
 from agentcfg.core.ladder import TAMPERED, RunState, clamp
 from agentcfg.core.records import Record
 from agentcfg.core.times import format_duration, iso, parse_iso
@@ -283,7 +284,7 @@ def claim(
         if replaced is not None and replaced.slug != slug:
             state.remove(run_path(ws, new.key, replaced.slug))
     claimed = state.event(
-        "claimed",
+        events.CLAIMED,
         now,
         new.key,
         slug,
@@ -303,7 +304,7 @@ def _keep(
     """The session claimed the roadmap it holds again from inside: nothing changes."""
     run = read_run(ws, held)
     kept = state.event(
-        "claim-kept",
+        events.CLAIM_KEPT,
         now,
         held.key,
         held.slug,
@@ -396,7 +397,7 @@ def release(ws: Workspace, session_id: str, *, now: float, inside: bool = False)
             for left_slug, _ in _left_runs(ws, key):
                 state.remove(run_path(ws, key, left_slug))
     if found is not None:
-        released = state.event("released", now, key, found.slug, inside_session=inside)
+        released = state.event(events.RELEASED, now, key, found.slug, inside_session=inside)
         state.append_ledger(ws.state, released)
     return found
 

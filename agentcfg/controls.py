@@ -10,6 +10,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from agentcfg import claims, state
+from agentcfg.core import events
 from agentcfg.core.records import Record
 from agentcfg.core.times import iso, parse_iso
 from agentcfg.errors import ClaimError, RoadmapError, StateError
@@ -184,7 +185,9 @@ def stop(ws: Workspace, slugs: list[str] | None, by: str, now: float) -> list[St
             if found is None:
                 found = Stop(name, now, by, held=on_it)
                 state.write_json(stop_path(ws, name), found.to_json())
-                state.append_ledger(ws.state, state.event("stop-requested", now, None, name, by=by))
+                state.append_ledger(
+                    ws.state, state.event(events.STOP_REQUESTED, now, None, name, by=by)
+                )
         sessions = tuple(c.session_id for c in live if canonical(ws, c.slug) == name)
         results.append(StopResult(found, already, sessions))
     return results
@@ -219,7 +222,7 @@ def resume(
         found = _read(ws, name)
         if found is not None:
             state.remove(stop_path(ws, name))
-            state.append_ledger(ws.state, state.event("resumed", now, None, name, by=by))
+            state.append_ledger(ws.state, state.event(events.RESUMED, now, None, name, by=by))
     return ResumeResult(name, found)
 
 

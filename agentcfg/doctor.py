@@ -25,7 +25,7 @@ from agentcfg.workspace import Workspace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from agentcfg.hosts.base import Host
+    from agentcfg.hosts.protocols import Wiring
 
 
 def examine(
@@ -81,7 +81,7 @@ def _hosts(ws: Workspace, home: Path, env: Mapping[str, str]) -> list[Finding]:
 STORE_SHOWN = "agentcfg's own store"
 
 
-def reach_finding(ws: Workspace, host: Host, home: Path, env: Mapping[str, str]) -> Finding:
+def reach_finding(ws: Workspace, host: Wiring, home: Path, env: Mapping[str, str]) -> Finding:
     """Whether the host's sandbox keeps the agent from writing the person's own store."""
     store = Path(user_state(env))
     reach = host.store_reach(ws.root, home, env, store, ())
@@ -94,7 +94,7 @@ def reach_finding(ws: Workspace, host: Host, home: Path, env: Mapping[str, str])
 
 
 def cap_findings(
-    ws: Workspace, host: Host, home: Path, env: Mapping[str, str], slugs: Iterable[str]
+    ws: Workspace, host: Wiring, home: Path, env: Mapping[str, str], slugs: Iterable[str]
 ) -> list[Finding]:
     """A warning for each autonomous roadmap with more open steps than the host lets one prompt
     continue: such a run stops short, waiting for the person's next prompt."""
@@ -327,7 +327,7 @@ def _probes(ws: Workspace, home: Path, env: Mapping[str, str]) -> list[Finding]:
     return found
 
 
-def _foreign(host: Host, scope: str, command: str) -> Finding:
+def _foreign(host: Wiring, scope: str, command: str) -> Finding:
     return Finding(
         "warning",
         f"{host.NAME} ({scope}) probe",
@@ -336,7 +336,7 @@ def _foreign(host: Host, scope: str, command: str) -> Finding:
     )
 
 
-def _probe(host: Host, scope: str, command: str, root: Path, env: Mapping[str, str]) -> Finding:
+def _probe(host: Wiring, scope: str, command: str, root: Path, env: Mapping[str, str]) -> Finding:
     import subprocess
     import tempfile
 

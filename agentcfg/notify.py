@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from agentcfg import state
+from agentcfg.core import events
 from agentcfg.core.times import wall_clock
 from agentcfg.workspace import Workspace
 
@@ -23,13 +24,17 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
     from typing import Any
 
 NOTIFY_TIMEOUT = 10.0
+# the endings told in words of their own; any other halt is told by its name
 ENDINGS = {
-    "complete": "complete",
-    "blocked": "only blocked steps are left",
-    "paused": "paused at the person's request",
-    "stopped": "stopped",
-    "handback-question": "the agent asks you a question",
-    "halt-unproven": "halted: the re-proof at the end failed",
+    name: events.WORDS[name]
+    for name in (
+        events.COMPLETE,
+        events.BLOCKED,
+        events.PAUSED,
+        events.STOPPED,
+        events.HANDBACK_QUESTION,
+        events.HALT_UNPROVEN,
+    )
 }
 
 
@@ -52,7 +57,7 @@ def message(record: Mapping[str, Any]) -> str:
     """One line for the person about an ending ledger event."""
     event, slug = str(record.get("event")), record.get("slug") or "?"
     what = ENDINGS.get(event) or f"halted: {event.removeprefix('halt-')}"
-    if event == "stopped" and record.get("by"):
+    if event == events.STOPPED and record.get("by"):
         what += f" by {record['by']}"
     iterations, proven, contract = (record.get(k) for k in ("iterations", "proven", "contract"))
     facts = [f"{iterations} iterations"] if type(iterations) is int else []
@@ -60,10 +65,12 @@ def message(record: Mapping[str, Any]) -> str:
         facts.append(f"{proven}/{contract} contracted steps proven")
     done = f" ({', '.join(facts)})" if facts else ""
     changes = record.get("changes")
-    if event in ("halt-contract-changed", "halt-check-changed") and isinstance(changes, list):
+    if event in (events.HALT_CONTRACT_CHANGED, events.HALT_CHECK_CHANGED) and isinstance(
+        changes, list
+    ):
         named = "; ".join(str(c) for c in changes)
         done += f": {named}; accept with `agentcfg roadmap trust {slug}`, or undo it"
-    if event == "halt-state-tampered" and isinstance(record.get("record"), str):
+    if event == events.HALT_STATE_TAMPERED and isinstance(record.get("record"), str):
         done += f": {record['record']} failed its seal"
     return f"agentcfg: roadmap `{slug}`: {what}{done}"
 
@@ -132,7 +139,7 @@ def record_error(folder: Path, record: Mapping[str, Any], error: str) -> None:
     state.append_ledger(
         folder,
         state.event(
-            "notify-error",
+            events.NOTIFY_ERROR,
             wall_clock(),
             record.get("run"),
             record.get("slug"),

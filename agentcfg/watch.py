@@ -24,6 +24,7 @@ from agentcfg import claims, controls, loading, state
 from agentcfg.config import load_config
 from agentcfg.contract import store as contract
 from agentcfg.contract.model import judge
+from agentcfg.core import events
 from agentcfg.core.report import FLEET_EVENTS, TOKENS_LIMIT, Fleet, Folder, Run, settle
 from agentcfg.core.roadmap import Roadmap, clip, scan
 from agentcfg.core.times import format_duration, iso, parse_iso, wall_clock
@@ -115,21 +116,21 @@ class LedgerTail:
             return
         if not isinstance(event, dict):
             return
-        if event.get("event") == "waiting":
+        if event.get("event") == events.WAITING:
             self.waits[str(event.get("member", "?"))] = waited(event)
             return
         if event.get("event") in FLEET_EVENTS:
             self.fleet.add(str(event["event"]), event)
             self.waits.pop(str(event.get("member", "?")), None)
             return
-        if event.get("event") == "fleet-end":
+        if event.get("event") == events.FLEET_END:
             self.waits.clear()
         key = (event.get("run"), event.get("slug"))
         at = parse_iso(event.get("at"))
         if not all(isinstance(k, str) for k in key) or at is None:
             return
         run = (str(key[0]), str(key[1]))
-        if event.get("event") == "claimed":  # a fresh run: what the last one spent is not its
+        if event.get("event") == events.CLAIMED:  # a fresh run: what the last one spent is not its
             self.tokens.pop(run, None)
         self.last.pop(run, None)  # moved to the end: the dict runs from oldest to newest
         self.last[run] = (str(event.get("event")), at)
@@ -164,11 +165,11 @@ def status(run: Run, now: float | None) -> str:
         return f"waiting until {iso(run.resume_at)[11:16]}"
     if outcome == "idle":
         return f"idle since {iso(run.last)[11:16]}"
-    if outcome == "stopped":
+    if outcome == events.STOPPED:
         return "stopped by a person"
     if outcome.startswith("halt-"):
         return f"halted: {outcome}"
-    if outcome == "complete" and run.evidence:
+    if outcome == events.COMPLETE and run.evidence:
         return f"complete: {run.evidence}"
     return outcome
 

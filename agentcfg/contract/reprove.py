@@ -22,6 +22,7 @@ from agentcfg.contract import store as contract
 from agentcfg.contract.finals import Final, Proved
 from agentcfg.contract.model import Receipt, command_hash, deciding, judge, matched, text_hash
 from agentcfg.contract.verify import VerifyResult
+from agentcfg.core import events
 from agentcfg.core.roadmap import Roadmap, Step, scan
 from agentcfg.core.times import iso_ms
 from agentcfg.errors import AgentcfgError
@@ -163,10 +164,10 @@ def reprove(
     found = Reproof(slug, passed, failed, reopened, seconds, len(ran))
     after = loading.load(ws, slug)
     key = key if key is not None else verify.run_key(env)  # the driver names its own run
-    _log(ws, "reproof", slug, after, now, key, passed=list(found.passed),
+    _log(ws, events.REPROOF, slug, after, now, key, passed=list(found.passed),
          failed=[list(f) for f in failed], seconds=round(seconds, 3), commands=len(ran))  # fmt: skip
     if reopened:
-        _log(ws, "reproof-reopened", slug, after, now, key, steps=list(reopened))
+        _log(ws, events.REPROOF_REOPENED, slug, after, now, key, steps=list(reopened))
     if record:
         finals.write_final(ws, _final(slug, after, steps, outcomes, now, seconds))
     return found

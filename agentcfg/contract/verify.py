@@ -19,6 +19,7 @@ from typing import Any
 
 from agentcfg import loading, state
 from agentcfg.contract import evidence, guard, trust
+from agentcfg.core import events
 from agentcfg.core.evidence import EXPLAINED
 from agentcfg.core.roadmap import Roadmap, Step
 from agentcfg.core.suggest import did_you_mean
@@ -189,10 +190,11 @@ def closed_in_session(ws: Workspace, slug: str, env: Mapping[str, str]) -> str |
             event = state.loads(line)
             if not isinstance(event, dict) or event.get("run") != key:
                 continue
-            if event.get("event") in ("run-start", "run-resume") and event.get("one_step"):
+            name = event.get("event")
+            if name in (events.RUN_START, events.RUN_RESUME) and event.get("one_step"):
                 one_step = True
             step = event.get("step")
-            if event.get("event") == "verified" and event.get("slug") == slug and closed is None:
+            if name == events.VERIFIED and event.get("slug") == slug and closed is None:
                 closed = step if isinstance(step, str) else None
     return closed if one_step else None
 
@@ -321,7 +323,7 @@ def refuse_changed(
         return
     now = clock()
     guard.remember_refusal(ws, slug, step, files, now)
-    log(ws, "check-changed", slug, roadmap, env, now, step=step.id, files=list(files))
+    log(ws, events.CHECK_CHANGED, slug, roadmap, env, now, step=step.id, files=list(files))
     raise CheckChangedError(slug, step.name, files)
 
 
@@ -381,7 +383,7 @@ def receipt(
     }
     passed = result is None or result.passed
     refused = {} if counts or not passed else {"refused": "contract.require"}
-    log(ws, "verified", slug, roadmap, env, moment, **fields, passed=passed, **refused)
+    log(ws, events.VERIFIED, slug, roadmap, env, moment, **fields, passed=passed, **refused)
     if not (passed and counts):
         return None
     made = {**fields, "line": result.command if result else None, "at": iso_ms(moment)}
@@ -540,7 +542,7 @@ def done(
     if not already:
         mark_done(ws, slug, step.id, None if result is None else result.command)
         log(
-            ws, "marked-done", slug, loading.load(ws, slug), env, clock(),
+            ws, events.MARKED_DONE, slug, loading.load(ws, slug), env, clock(),
             step=step.id, verified=not no_verify,
         )  # fmt: skip
     return Done(step, result, marked=not already, proven=not step.verify or not no_verify,
@@ -617,7 +619,7 @@ def trust_roadmap(
     live = {c.key for c in claims.all_claims(ws) if c.slug == plan.slug}
     runs = contract.rebaseline(ws, plan.slug, plan.roadmap, live, now)
     log(
-        ws, "trusted", plan.slug, plan.roadmap, env, now,
+        ws, events.TRUSTED, plan.slug, plan.roadmap, env, now,
         steps=[step.id for step in plan.steps], accepted=plan.changes, runs=runs,
         checks={step: list(files) for step, files in plan.checks.items()},
     )  # fmt: skip

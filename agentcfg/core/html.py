@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
+from agentcfg.core import events
 from agentcfg.core.evidence import EXPLAINED
 from agentcfg.core.texts import plural
 from agentcfg.core.times import format_duration, iso, parse_iso
@@ -576,11 +577,11 @@ def _legend(row: dict[str, Any]) -> str:
     kinds = {w["kind"] for w in line.get("waits", [])}
     parts = ['<i class="engage"></i>engagement', '<i class="waste"></i>closed nothing',
              '<i class="close"></i>step closed']  # fmt: skip
-    if kinds & {"paused-usage-limit", "paused-window"}:
+    if kinds & {events.PAUSED_USAGE_LIMIT, events.PAUSED_WINDOW}:
         parts.append('<i class="wait"></i>waiting (usage limit, window)')
-    if "paused-quota" in kinds:
+    if events.PAUSED_QUOTA in kinds:
         parts.append('<i class="wait"></i>waiting for a usage window (the reserve)')
-    if "stopped" in kinds:
+    if events.STOPPED in kinds:
         parts.append('<i class="stopped"></i>stopped by a person')
     if line.get("restarts"):
         parts.append('<i class="restart"></i>host restarted')

@@ -6,6 +6,7 @@ Each outcome of a run (complete, blocked, a halt) is decided once; later fires a
 
 from __future__ import annotations
 
+from agentcfg.core import events
 from agentcfg.core.digest import sha256_hex
 from agentcfg.core.records import Record
 from agentcfg.core.times import format_duration, iso_ms, parse_iso
@@ -24,7 +25,7 @@ MAX_REPEATS = 2
 HISTORY_LIMIT = 64
 # the largest budgets a config, the environment or a claim may set
 LIMITS = {"max_iterations": 1000, "wall_clock": 7 * 86400.0}
-TAMPERED = "halt-state-tampered"  # a record deciding the run's ending failed its seal
+TAMPERED = events.HALT_STATE_TAMPERED  # a record deciding the run's ending failed its seal
 
 
 class RunState(Record):
@@ -175,11 +176,11 @@ class Decision(Record):
 # rungs 8-11: the halts, in order; each reads the run (stall history already reset on a new
 # human turn), this fire and the caps. A new budget is a line here.
 HALTS: tuple[tuple[str, Callable[[RunState, Fire, Caps], bool]], ...] = (
-    ("halt-max-iterations", lambda run, fire, caps: run.iterations >= caps.max_iterations),
-    ("halt-token-budget", lambda run, fire, caps: _over(fire.tokens, caps.max_tokens)),
-    ("halt-wall-clock", lambda run, fire, caps: fire.now - run.started_at >= caps.wall_clock),
+    (events.HALT_MAX_ITERATIONS, lambda run, fire, caps: run.iterations >= caps.max_iterations),
+    (events.HALT_TOKEN_BUDGET, lambda run, fire, caps: _over(fire.tokens, caps.max_tokens)),
+    (events.HALT_WALL_CLOCK, lambda run, fire, caps: fire.now - run.started_at >= caps.wall_clock),
     (
-        "halt-stall",
+        events.HALT_STALL,
         lambda run, fire, caps: _stalled(run.history, fingerprint(fire), caps.stall_window),
     ),
 )
@@ -204,10 +205,9 @@ def _climb(read: RunState, fire: Fire, caps: Caps) -> Decision:
     def settle(block: bool, event: str | None, state: RunState) -> Decision:
         return Decision(block, event, state, state != read)
 
-    ending = (
-        None if fire.open_ids is None or fire.open else "blocked" if fire.blocked else "complete"
-    )
-    if ending == "complete" and fire.unfinal:
+    done = events.BLOCKED if fire.blocked else events.COMPLETE
+    ending = None if fire.open_ids is None or fire.open else done
+    if ending == events.COMPLETE and fire.unfinal:
         ending = None  # rung 7 needs the final re-proof: until it is recorded, work remains
     pausing = fire.person == "pause" or (run.paused and fire.person != "resume")
     if run.halted is not None or (run.ended is not None and run.ended == ending):
@@ -215,25 +215,28 @@ def _climb(read: RunState, fire: Fire, caps: Caps) -> Decision:
         return settle(False, None, run if run.halted else run._replace(paused=pausing))
     let_go = run._replace(last_reply=None)  # the agent may end its turn: no block holds it
     if pausing:  # rung 2c, before the hand-backs: the person's word outranks the agent's
-        return settle(False, None if run.paused else "paused", let_go._replace(paused=True))
+        return settle(False, None if run.paused else events.PAUSED, let_go._replace(paused=True))
     if fire.deferred:
-        return settle(False, "deferred-quality-gate", run)  # the gate blocked: the turn goes on
+        return settle(
+            False, events.DEFERRED_QUALITY_GATE, run
+        )  # the gate blocked: the turn goes on
     if fire.question:
-        return settle(False, "handback-question", let_go)
+        return settle(False, events.HANDBACK_QUESTION, let_go)
     if fire.background:
-        return settle(False, "handback-background", let_go)
+        return settle(False, events.HANDBACK_BACKGROUND, let_go)
     run = run._replace(paused=False)  # the person said go on, or never paused
     if _duplicate(run, fire):
         return settle(True, None, run._replace(repeats=run.repeats + 1))
     if fire.open_ids is None:
-        return settle(False, "halt-roadmap-absent", run._replace(halted="halt-roadmap-absent"))
+        absent = events.HALT_ROADMAP_ABSENT
+        return settle(False, absent, run._replace(halted=absent))
     if fire.tampered:  # rung 5a: what decides the ending cannot be believed
         return settle(False, TAMPERED, run._replace(halted=TAMPERED, ended=None, last_reply=None))
     if fire.changed:  # rung 5b: never complete, never blocked, never silent
-        halt = "halt-contract-changed"
+        halt = events.HALT_CONTRACT_CHANGED
         return settle(False, halt, run._replace(halted=halt, ended=None, last_reply=None))
     if fire.checks:  # rung 5c: a check changed under the run, refused once by `roadmap done`
-        halt = "halt-check-changed"
+        halt = events.HALT_CHECK_CHANGED
         return settle(False, halt, run._replace(halted=halt, ended=None, last_reply=None))
     if ending is not None:
         return settle(False, ending, run._replace(ended=ending, last_reply=None))
@@ -243,7 +246,7 @@ def _climb(read: RunState, fire: Fire, caps: Caps) -> Decision:
         if reached(run, fire, caps):
             return settle(False, rung, run._replace(halted=rung, last_reply=None))
     if fire.shadow:
-        return settle(False, "shadow-engage", run)
+        return settle(False, events.SHADOW_ENGAGE, run)
     engaged = run._replace(
         iterations=run.iterations + 1,
         last_turn=fire.turn or run.last_turn,
@@ -252,7 +255,7 @@ def _climb(read: RunState, fire: Fire, caps: Caps) -> Decision:
         history=(*run.history, fingerprint(fire))[-HISTORY_LIMIT:],
         last_engaged_at=fire.now,
     )
-    return settle(True, "engage", engaged)
+    return settle(True, events.ENGAGE, engaged)
 
 
 def fingerprint(fire: Fire) -> str:

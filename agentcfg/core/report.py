@@ -18,41 +18,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentcfg.core import events
 from agentcfg.core.evidence import WORDS
 from agentcfg.core.quota import title
 from agentcfg.core.times import iso, parse_iso
 from agentcfg.core.visible import visible
 
 # what a run's outcome can be; `blocked` and `complete` runs may still go on with new work
-ENDINGS = (
-    "complete",
-    "blocked",
-    "paused",
-    "released",
-    "halt-max-iterations",
-    "halt-token-budget",
-    "halt-wall-clock",
-    "halt-stall",
-    "halt-roadmap-absent",
-    "halt-state-unreadable",
-    "halt-state-tampered",
-    "halt-contract-changed",
-    "halt-check-changed",
-    "halt-unproven",
-    "halt-restarts",  # `agentcfg run`'s own endings
-    "halt-until",
-    "interrupted",
-)
+ENDINGS = events.ENDINGS
 # a person's stop: the driver's ending and the hook's note of it; not a rung of the ladder
-STOPPED = "stopped"
+STOPPED = events.STOPPED
 # `agentcfg run` waiting for a usage limit to reset, for its window to open, or for a usage
 # window that reached the person's reserve to reset
-WAITS = ("paused-usage-limit", "paused-window", "paused-quota")
-WAITED_FOR = {
-    "paused-usage-limit": "the usage limit to reset",
-    "paused-window": "its window",
-    "paused-quota": "a usage window to reset (the reserve)",
-}
+WAITS = events.WAITS
+WAITED_FOR = {name: events.WORDS[name] for name in WAITS}
 PAUSES_KEPT = 32  # quota pauses and failovers listed per run
 # what a run without an ending is: its driver or session still reports, or they are gone
 IDLE_AFTER = 3600.0  # no event of the run for this long: nothing drives it any more
@@ -257,8 +236,15 @@ class Run:
 
 # what the fleets in the ledger did: leases and integrations, each fleet's start and end, the
 # member runs it recorded and the waits of members with nothing ready
-LEASE_EVENTS = frozenset({"leased", "lease-expired", "lease-lost", "integrated", "reopened"})
-FLEET_EVENTS = LEASE_EVENTS | {"fleet-start", "fleet-end", "member-run", "waiting"}
+LEASE_EVENTS = frozenset(
+    {events.LEASED, events.LEASE_EXPIRED, events.LEASE_LOST, events.INTEGRATED, events.REOPENED}
+)
+FLEET_EVENTS = LEASE_EVENTS | {
+    events.FLEET_START,
+    events.FLEET_END,
+    events.MEMBER_RUN,
+    events.WAITING,
+}
 FLEETS_KEPT = 20  # fleets listed, the newest
 MEMBERS_KEPT = 256  # members told of one fleet
 SECONDS_LIMIT = 10.0**9  # past this, a member run's time on a ledger line is forged
@@ -357,7 +343,7 @@ class Fleet:
     going: dict[str, FleetRun] = field(default_factory=dict)  # slug -> its fleet not yet ended
 
     def add(self, name: str, event: dict[str, Any]) -> None:
-        if name == "waiting" and "member" not in event:
+        if name == events.WAITING and "member" not in event:
             return  # a single agent's wait: no fleet's
         member, place = (
             str(event.get("member", "?")),
@@ -370,10 +356,10 @@ class Fleet:
             self._account(name, member, place[0], event, at)
         if name not in LEASE_EVENTS:
             return
-        if name == "reopened":
+        if name == events.REOPENED:
             self.counts[f"reopened-{event.get('reason')}"] += 1
         self.members.setdefault(member, collections.Counter())[name] += 1
-        if name == "leased":
+        if name == events.LEASED:
             self.holding[place] = member
         else:
             self.holding.pop(place, None)
@@ -384,7 +370,7 @@ class Fleet:
         """The event in its fleet's figures: a `fleet-start` begins a fleet of its roadmap, a
         `fleet-end` ends it, anything else belongs to the roadmap's fleet going on."""
         current = self.going.get(slug)
-        if current is None or name == "fleet-start":
+        if current is None or name == events.FLEET_START:
             agents = event.get("agents")
             current = FleetRun(slug, at, at, agents if _count(agents) else None)
             self.runs.append(current)
@@ -392,27 +378,27 @@ class Fleet:
             if len(self.going) > FLEETS_KEPT:  # only the fleets still listed go on
                 self.going = {s: f for s, f in self.going.items() if any(f is r for r in self.runs)}
         current.last = max(current.last, at)
-        if name == "fleet-end":
+        if name == events.FLEET_END:
             ending = event.get("ending")
             current.ended, current.ending = at, ending if isinstance(ending, str) else None
             del self.going[slug]
             return
-        if name == "fleet-start" or "member" not in event:
+        if name == events.FLEET_START or "member" not in event:
             return
         if member not in current.members and len(current.members) >= MEMBERS_KEPT:
             return  # no fleet has that many members: a forged ledger's
         part = current.members.setdefault(member, Member())
-        if name == "member-run":
+        if name == events.MEMBER_RUN:
             part.run(event)
-        elif name == "waiting":
+        elif name == events.WAITING:
             part.waits += 1
-        elif name == "leased":
+        elif name == events.LEASED:
             part.leased += 1
-        elif name == "integrated":
+        elif name == events.INTEGRATED:
             part.steps += 1
-        elif name == "reopened":
+        elif name == events.REOPENED:
             part.reopened += 1
-        elif name == "lease-expired":
+        elif name == events.LEASE_EXPIRED:
             part.takeovers += 1
 
     def _span(self, name: str, member: str, place: tuple[str, str], at: float) -> None:
@@ -420,8 +406,8 @@ class Fleet:
         taken over or lost."""
         before = self.held.pop(place, None)
         if before is not None and before[2] is None:
-            before[2], before[3] = at, "expired" if name == "leased" else name
-        if name == "leased":
+            before[2], before[3] = at, "expired" if name == events.LEASED else name
+        if name == events.LEASED:
             span = [place[1], at, None, None]
             lane = self.lanes.setdefault(member, collections.deque(maxlen=TIMELINE_KEPT))
             lane.append(span)
@@ -431,21 +417,21 @@ class Fleet:
         if not self.counts:
             return None
         return {
-            "leases": self.counts["leased"],
-            "integrated": self.counts["integrated"],
-            "reopened": self.counts["reopened"],
+            "leases": self.counts[events.LEASED],
+            "integrated": self.counts[events.INTEGRATED],
+            "reopened": self.counts[events.REOPENED],
             "conflicts": self.counts["reopened-conflict"],
             "reverify_failed": self.counts["reopened-reverify-failed"],
-            "takeovers": self.counts["lease-expired"],
-            "lost": self.counts["lease-lost"],
+            "takeovers": self.counts[events.LEASE_EXPIRED],
+            "lost": self.counts[events.LEASE_LOST],
             "members": {
                 member: {
-                    "leased": c["leased"],
-                    "integrated": c["integrated"],
-                    "reopened": c["reopened"],
+                    "leased": c[events.LEASED],
+                    "integrated": c[events.INTEGRATED],
+                    "reopened": c[events.REOPENED],
                 }
                 for member, c in sorted(self.members.items())
-                if c["leased"]
+                if c[events.LEASED]
             },
             "holding": [
                 {"slug": slug, "step": step, "member": member}
@@ -505,18 +491,18 @@ class Report:
             "steps_closed": self.closed,
             "steps_closed_per_engagement": None if per is None else round(per, 3),
             "outcomes": dict(sorted(self.outcomes.items())),
-            "deferred_to_quality_gate": self.events["deferred-quality-gate"],
-            "paused": self.events["paused"],
+            "deferred_to_quality_gate": self.events[events.DEFERRED_QUALITY_GATE],
+            "paused": self.events[events.PAUSED],
             "released": {
-                "total": self.events["released"],
+                "total": self.events[events.RELEASED],
                 "inside_session": self.released_inside,
             },
             "handbacks": {
-                "question": self.events["handback-question"],
-                "background": self.events["handback-background"],
+                "question": self.events[events.HANDBACK_QUESTION],
+                "background": self.events[events.HANDBACK_BACKGROUND],
             },
-            "shadow_would_engage": self.events["shadow-engage"],
-            "cut_short_by_host": self.events["cut-short"],
+            "shadow_would_engage": self.events[events.SHADOW_ENGAGE],
+            "cut_short_by_host": self.events[events.CUT_SHORT],
             "longest_engagement_streak": self.longest_streak,
             "wall_seconds": round(self.wall, 3),
             "proven": None
@@ -524,9 +510,9 @@ class Report:
             else {"proven": self.proven, "contract": self.contracted},
             "evidence": {word: self.evidence[word] for word in WORDS if self.evidence[word]},
             "refusals": dict(sorted(self.refusals.items())),
-            "verified": self.events["verified"],
-            "marked_done": self.events["marked-done"],
-            "errors": self.events["error"] + self.events["concern-error"],
+            "verified": self.events[events.VERIFIED],
+            "marked_done": self.events[events.MARKED_DONE],
+            "errors": self.events[events.ERROR] + self.events[events.CONCERN_ERROR],
             "tokens": {
                 **self.spending.to_json(self.closed),
                 "costliest_run": None
@@ -604,9 +590,9 @@ class Folder:
             return
         report.matched += 1
         report.events[name] += 1
-        if name == "refused":
+        if name == events.REFUSED:
             report.refusals[str(event.get("detector"))] += 1
-        if name == "released" and event.get("inside_session") is True:
+        if name == events.RELEASED and event.get("inside_session") is True:
             report.released_inside += 1
         if name in FLEET_EVENTS:
             report.fleet.add(name, event)
@@ -619,13 +605,13 @@ class Folder:
         ident = (key, event_slug)
         if name in _NOT_RUN_EVENTS:  # the session's shell: its run's open steps and closes
             known = self.active.get(ident)
-            if known is not None and name in ("verified", "marked-done"):
+            if known is not None and name in (events.VERIFIED, events.MARKED_DONE):
                 _closing(report, known, name, event, at)
             return
         if driver is not None:
             self._join(ident, driver)
         current = self.active.pop(ident, None)  # put back last: the dict runs oldest to newest
-        if current is None or (name == "claimed" and current.ended):
+        if current is None or (name == events.CLAIMED and current.ended):
             if current is not None:
                 self._fold(current)
             current = Run(key, event_slug, at, at)
@@ -677,7 +663,7 @@ class Folder:
         for run in self.active.values():
             if run.slug != slug or (run.ended and run.outcome != STOPPED):
                 continue
-            if name == "stop-requested":
+            if name == events.STOP_REQUESTED:
                 if run.stop is None:
                     run.stop = run.stopped = (at, by)
                     run.timeline.wait(STOPPED, at, None, by)
@@ -695,13 +681,28 @@ class Folder:
         return self.report
 
 
-_PERSON_EVENTS = frozenset({"stop-requested", "resumed"})
+_PERSON_EVENTS = frozenset({events.STOP_REQUESTED, events.RESUMED})
 # besides a run's course: its shell's closes, errors, the checkpoints taken before its steps
 _NOT_RUN_EVENTS = frozenset(
-    {"verified", "marked-done", "error", "concern-error", "checkpoint", "checkpoint-failed"}
+    {
+        events.VERIFIED,
+        events.MARKED_DONE,
+        events.ERROR,
+        events.CONCERN_ERROR,
+        events.CHECKPOINT,
+        events.CHECKPOINT_FAILED,
+    }
 )
 # the run goes on through these: a re-engagement streak is not broken by them
-_STREAK_KEPT = frozenset({"refused", "claimed", "claim-kept", "deferred-quality-gate", "released"})
+_STREAK_KEPT = frozenset(
+    {
+        events.REFUSED,
+        events.CLAIMED,
+        events.CLAIM_KEPT,
+        events.DEFERRED_QUALITY_GATE,
+        events.RELEASED,
+    }
+)
 
 
 def _event(raw: str | bytes) -> dict[str, Any] | None:
@@ -742,7 +743,7 @@ def _closing(report: Report, run: Run, name: str, event: dict[str, Any], at: flo
     run.last = max(run.last, at)
     _count_open(report, run, _open(event), at)
     step = event.get("step")
-    if name == "marked-done" and isinstance(step, str):
+    if name == events.MARKED_DONE and isinstance(step, str):
         run.timeline.closes.append((at, step, run.engagements))
 
 
@@ -752,45 +753,21 @@ def _apply(report: Report, run: Run, name: str, event: dict[str, Any], at: float
     open_count = _open(event)
     _count_open(report, run, open_count, at)
     if name in _ENDED:
-        run.outcome, run.ended_at = name, at
-        told = event.get("evidence")
-        if name == "complete" and isinstance(told, str):
-            run.evidence = visible(told[:400])
-            words = event.get("words")
-            if isinstance(words, dict):
-                run.words = {w: n for w, n in words.items() if w in WORDS and _count(n)}
-        if name == STOPPED:
-            by = event.get("by")
-            if run.stop is None:
-                run.stop = run.stopped = (at, str(by) if by else "a person")
-                run.timeline.wait(STOPPED, at, None, run.stop[1])
-    elif name in WAITS:
-        run.resume_at = parse_iso(event.get("resume_at"))
-        run.timeline.wait(name, at, run.resume_at)
-        if name == "paused-quota":
-            run.pauses.append(_pause(event, at))
-    elif name == "run-failover":
-        run.failovers.append(
-            {"at": iso(at), "from": _word(event.get("from")), "to": _word(event.get("to")),
-             "reason": _word(event.get("reason"))}
-        )  # fmt: skip
-    elif name in ("run-start", "run-resume"):
-        run.timeline.end_waits(at)
-        attempt = event.get("attempt")
-        if name == "run-resume" or (type(attempt) is int and attempt > 1):
-            run.timeline.restarts.append((at, str(event.get("reason") or "restart")))
-    if name == "cut-short":
+        _end(run, name, event, at)
+    else:
+        _by_driver(run, name, event, at)
+    if name == events.CUT_SHORT:
         run.cut_short += 1
     proven, contract = event.get("proven"), event.get("contract")
     if _count(proven) and _count(contract):
         run.proven, run.contract = proven, contract
-    if name in ("halt-contract-changed", "halt-check-changed"):
+    if name in (events.HALT_CONTRACT_CHANGED, events.HALT_CHECK_CHANGED):
         changes = event.get("changes")
         shown = [str(c) for c in changes] if isinstance(changes, list) else []
         report.contract_changes.append(
             {"run": run.run, "slug": run.slug, "at": iso(at), "changes": shown}
         )
-    if name == "engage":
+    if name == events.ENGAGE:
         run.outcome, run.ended_at, run.stop = "running", None, None
         run.engagements += 1
         report.engagements += 1
@@ -807,6 +784,41 @@ def _apply(report: Report, run: Run, name: str, event: dict[str, Any], at: float
         run.streak = 0  # the agent was let go: the streak of re-engagements ends
     if "tokens" in event:  # a fire of the run: its tokens paid for the segment since the last
         _spend(report, run, name, event, open_count)
+
+
+def _end(run: Run, name: str, event: dict[str, Any], at: float) -> None:
+    """An ending of the run: its outcome, the evidence a complete one shows, a person's stop."""
+    run.outcome, run.ended_at = name, at
+    told = event.get("evidence")
+    if name == events.COMPLETE and isinstance(told, str):
+        run.evidence = visible(told[:400])
+        words = event.get("words")
+        if isinstance(words, dict):
+            run.words = {w: n for w, n in words.items() if w in WORDS and _count(n)}
+    if name == STOPPED:
+        by = event.get("by")
+        if run.stop is None:
+            run.stop = run.stopped = (at, str(by) if by else "a person")
+            run.timeline.wait(STOPPED, at, None, run.stop[1])
+
+
+def _by_driver(run: Run, name: str, event: dict[str, Any], at: float) -> None:
+    """What `agentcfg run` did with the run: a wait, a failover, a start of the host."""
+    if name in WAITS:
+        run.resume_at = parse_iso(event.get("resume_at"))
+        run.timeline.wait(name, at, run.resume_at)
+        if name == events.PAUSED_QUOTA:
+            run.pauses.append(_pause(event, at))
+    elif name == events.RUN_FAILOVER:
+        run.failovers.append(
+            {"at": iso(at), "from": _word(event.get("from")), "to": _word(event.get("to")),
+             "reason": _word(event.get("reason"))}
+        )  # fmt: skip
+    elif name in (events.RUN_START, events.RUN_RESUME):
+        run.timeline.end_waits(at)
+        attempt = event.get("attempt")
+        if name == events.RUN_RESUME or (type(attempt) is int and attempt > 1):
+            run.timeline.restarts.append((at, str(event.get("reason") or "restart")))
 
 
 def _spend(report: Report, run: Run, name: str, event: dict[str, Any], open_count: object) -> None:
@@ -827,7 +839,7 @@ def _spend(report: Report, run: Run, name: str, event: dict[str, Any], open_coun
     step = event.get("step")
     run.pending = (
         (run.engagements, step if isinstance(step, str) else None, now_open)
-        if name == "engage"
+        if name == events.ENGAGE
         else None
     )
 
@@ -853,7 +865,7 @@ def _finish(
     if run.last_open is not None and run.burndown and run.burndown[-1] != run.last_open:
         run.burndown.append(run.last_open)  # where it stands as it ends: 0 once complete
     report.outcomes[run.outcome] += 1
-    if run.outcome == "complete":
+    if run.outcome == events.COMPLETE:
         report.evidence.update(run.words)
     report.wall += run.last - run.started
     if run.contract is not None:
@@ -903,7 +915,7 @@ def _ending_words(run: Run) -> str:
     name = run.outcome
     if name.startswith("halt-"):
         return f"halted{at}: {name.removeprefix('halt-').replace('-', ' ')}"
-    return f"{name}{at}" + (f": {run.evidence}" if name == "complete" and run.evidence else "")
+    return f"{name}{at}" + (f": {run.evidence}" if name == events.COMPLETE and run.evidence else "")
 
 
 def _by(by: str) -> str:
@@ -955,7 +967,7 @@ def pause_lines(row: dict[str, Any]) -> list[str]:
             (
                 moved["at"],
                 f"{moved['at'][11:16]} {moved['to'] or '?'} took over from {moved['from'] or '?'} "
-                f"({'the reserve' if moved['reason'] == 'paused-quota' else 'its usage limit'})",
+                f"({'the reserve' if moved['reason'] == events.PAUSED_QUOTA else 'its usage limit'})",
             )
         )
     return [line for _at, line in sorted(lines)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from agentcfg.core import events
 from agentcfg.core.ladder import Caps
 from agentcfg.core.roadmap import DETAIL_LINES, Step, clip
 from agentcfg.core.times import format_duration
@@ -171,62 +172,62 @@ def lease_lost(slug: str, step: str) -> str:
 # What the person reads, through the host's own channel, when a run hands back, pauses or
 # halts: what stopped and how to go on. An event with no line here is not told.
 NOTES = {
-    "complete": "agentcfg: roadmap `{slug}` complete: {problem}.",
-    "handback-question": (
+    events.COMPLETE: "agentcfg: roadmap `{slug}` complete: {problem}.",
+    events.HANDBACK_QUESTION: (
         "agentcfg: roadmap `{slug}` waits for your answer ({open}); "
         "the run carries on after your reply."
     ),
-    "paused": (
+    events.PAUSED: (
         'agentcfg: roadmap `{slug}` is paused, as you asked ({open}). Say "go on" to resume '
         "it, or have the agent claim it again for a fresh run: `agentcfg sessions claim {slug}`."
     ),
-    "halt-max-iterations": (
+    events.HALT_MAX_ITERATIONS: (
         "agentcfg: roadmap `{slug}` stopped at its cap of {max_iterations} ({open}). "
         "To go on, have the agent claim it again: `agentcfg sessions claim {slug}` "
         "(`--max-iterations N` sets a larger cap)."
     ),
-    "halt-token-budget": (
+    events.HALT_TOKEN_BUDGET: (
         "agentcfg: roadmap `{slug}` stopped: it has spent its budget of {max_tokens} tokens "
         "({open}). To go on, have the agent claim it again: `agentcfg sessions claim {slug}` "
         "(`--max-tokens N` sets a larger budget)."
     ),
-    "halt-wall-clock": (
+    events.HALT_WALL_CLOCK: (
         "agentcfg: roadmap `{slug}` stopped: its wall clock of {wall_clock} is spent ({open}). "
         "To go on, have the agent claim it again: `agentcfg sessions claim {slug}` "
         "(`--wall-clock 8h` sets a longer one)."
     ),
-    "halt-stall": (
+    events.HALT_STALL: (
         "agentcfg: roadmap `{slug}` stopped: the last {stall_window} continuations left its "
         "open steps as they were ({open}). See `agentcfg roadmap next {slug}`, then have the "
         "agent claim it again to go on: `agentcfg sessions claim {slug}`."
     ),
-    "halt-roadmap-absent": (
+    events.HALT_ROADMAP_ABSENT: (
         "agentcfg: roadmap `{slug}` stopped: the claimed roadmap is gone or unreadable "
         "({problem}). Restore roadmaps/{slug}.md, then have the agent claim it again: "
         "`agentcfg sessions claim {slug}`."
     ),
-    "halt-contract-changed": (
+    events.HALT_CONTRACT_CHANGED: (
         "agentcfg: roadmap `{slug}` stopped: its contract changed during the run ({open}): "
         "{problem}. Undo that, or accept it as yours with `agentcfg roadmap trust {slug}`; "
         "then have the agent claim it again: `agentcfg sessions claim {slug}`."
     ),
-    "halt-check-changed": (
+    events.HALT_CHECK_CHANGED: (
         "agentcfg: roadmap `{slug}` stopped: the check of a step changed since a person "
         "trusted it ({open}): {problem}. Undo that or keep it, then review the checks "
         "with `agentcfg roadmap trust {slug}`, and have the agent claim it again: "
         "`agentcfg sessions claim {slug}`."
     ),
-    "halt-state-tampered": (
+    events.HALT_STATE_TAMPERED: (
         "agentcfg: roadmap `{slug}` stopped: {problem} failed its seal (agentcfg did not "
         "write it so). Remove it and verify again (`agentcfg roadmap verify {slug}`), then "
         "have the agent claim it again: `agentcfg sessions claim {slug}`."
     ),
-    "halt-unproven": (
+    events.HALT_UNPROVEN: (
         "agentcfg: roadmap `{slug}` stopped: its steps are ticked but the re-proof at the end "
         "failed again ({problem}). See `agentcfg roadmap audit {slug}`, fix what fails, then "
         "run it again: `agentcfg roadmap verify {slug} --final`."
     ),
-    "halt-state-unreadable": (
+    events.HALT_STATE_UNREADABLE: (
         "agentcfg: roadmap `{slug}` stopped: this session's run state could not be read. "
         "Have the agent claim it again for a fresh run: `agentcfg sessions claim {slug}`."
     ),
@@ -248,10 +249,10 @@ def store_reach(title: str, sealed: bool, why: str) -> str:
 
 # each change is named: more room than one error
 PROBLEM_LIMIT = {
-    "halt-contract-changed": 600,
-    "halt-check-changed": 600,
-    "halt-state-tampered": 300,
-    "complete": 400,  # each word's steps are named
+    events.HALT_CONTRACT_CHANGED: 600,
+    events.HALT_CHECK_CHANGED: 600,
+    events.HALT_STATE_TAMPERED: 300,
+    events.COMPLETE: 400,  # each word's steps are named
 }
 
 

@@ -24,6 +24,7 @@ from agentcfg import install, loading, state
 from agentcfg.config import load_config
 from agentcfg.contract import evidence, finals, trust
 from agentcfg.contract.reprove import Reproof, guarded, reprove
+from agentcfg.core import events
 from agentcfg.core.order import Readiness, readiness, side_by_side, waits_json, waits_line
 from agentcfg.core.roadmap import Roadmap, scan
 from agentcfg.core.texts import plural
@@ -32,17 +33,18 @@ from agentcfg.errors import AgentcfgError, InstallError, IntegrationError, Lease
 from agentcfg.fleet import steps as fleet
 from agentcfg.fleet.integrate import Integration, has_identity, integrate
 from agentcfg.fleet.leases import IDENTITY, TTL, Lease, Store
-from agentcfg.hosts.base import settings_hook
+from agentcfg.hosts.defaults import settings_hook
 from agentcfg.hosts.registry import adapter
 from agentcfg.paths import LOCKS, ROADMAPS, STATE, WORKTREES
 from agentcfg.run import driver
-from agentcfg.run.model import EXIT_CODES
 from agentcfg.run.runners import GRACE
 from agentcfg.workspace import Workspace
 
 INTEGRATION_LOCK_WAIT = 3600.0  # integrations queue behind each other, each runs a verify line
 REOPEN_LIMIT = 2  # a step reopened this often is left to a person
-LEFT_TO_A_PERSON = EXIT_CODES["handback-question"]  # only such steps are left: a person's turn
+LEFT_TO_A_PERSON = events.EXIT_CODES[
+    events.HANDBACK_QUESTION
+]  # only such steps are left: a person's turn
 POLL = 2.0  # seconds between looks while every open step is leased by another member
 PUBLISH_TRIES = 5
 DONE_GRACE = 30.0  # seconds a member may still run once no step is open: it gives back and ends
@@ -270,7 +272,7 @@ def member_loop(
             fleet.leave(member, plan_.slug, wall_clock())
             continue
         ending, code = work(member, lease)
-        if ending != "complete":
+        if ending != events.COMPLETE:
             fleet.leave(member, plan_.slug, wall_clock())
             say(_member_end(plan_, mine, f"step {lease.step} ended {ending}"))
             return code
@@ -278,14 +280,14 @@ def member_loop(
         try:
             fleet.require_lease(member, plan_.slug, lease.step)
         except LeaseError as lost:
-            _log(main, "lease-lost", plan_.slug, step=lease.step, member=n, why=str(lost))
+            _log(main, events.LEASE_LOST, plan_.slug, step=lease.step, member=n, why=str(lost))
             say(f"step {lease.step} not integrated: {lost}; the fleet goes on")
             continue
         result = _integrate(plan_, member, n, lease, env, timeout)
         if result.outcome == "integrated":
             _log(
                 main,
-                "integrated",
+                events.INTEGRATED,
                 plan_.slug,
                 step=lease.step,
                 member=n,
@@ -300,7 +302,7 @@ def member_loop(
             _git(plan_.root, "branch", "--force", kept, plan_.branch(n))
             _log(
                 main,
-                "reopened",
+                events.REOPENED,
                 plan_.slug,
                 step=lease.step,
                 member=n,
@@ -385,7 +387,7 @@ def _waiting(
     if ready:
         what = f"{', '.join(ready[:4])} in progress{'; ' + what if what else ''}"
     say(f"member {n} waiting: {what}")
-    _log(main, "waiting", plan_.slug, member=n, waits=_clipped(waits),
+    _log(main, events.WAITING, plan_.slug, member=n, waits=_clipped(waits),
          in_progress=sorted(busy)[:20])  # fmt: skip
 
 
@@ -398,7 +400,7 @@ def _reopened_too_often(main: Workspace, slug: str) -> frozenset[str]:
     counts: dict[str, int] = {}
     for record in _events(main, slug):
         step = record.get("step")
-        if record.get("event") == "reopened" and isinstance(step, str):
+        if record.get("event") == events.REOPENED and isinstance(step, str):
             counts[step] = counts.get(step, 0) + 1
     return frozenset(step for step, times in counts.items() if times >= REOPEN_LIMIT)
 
@@ -533,33 +535,33 @@ def run_fleet(
         _remove(the_fleet, agents)
         raise AgentcfgError(f"every member would stop: {exc}") from None
     try:
-        _log(ws, "fleet-start", the_fleet.slug, agents=agents, into=the_fleet.into,
+        _log(ws, events.FLEET_START, the_fleet.slug, agents=agents, into=the_fleet.into,
              coordinate=coordinate)  # fmt: skip
         say(f"fleet of {agents} on `{the_fleet.slug}` into `{the_fleet.into}`")
         procs = start_members(the_fleet, members, lambda n: member_argv(the_fleet, n, passed), env)
         for n, proc in enumerate(procs, 1):
-            _log(ws, "member-started", the_fleet.slug, member=n, pid=proc.pid,
+            _log(ws, events.MEMBER_STARTED, the_fleet.slug, member=n, pid=proc.pid,
                  worktree=str(the_fleet.worktree(n)))  # fmt: skip
         codes = wait_members(procs, lambda: _none_open(ws, the_fleet.slug))
     finally:
         _remove(the_fleet, len(members))
     counts = scan(loading.load(ws, the_fleet.slug)).counts
     closed = max(0, counts.done - done_before)  # on the fleet's branch, by every machine
-    ending = "complete" if counts.open == 0 and counts.blocked == 0 else (
-        "blocked" if counts.open == 0 else "unfinished"
+    ending = events.COMPLETE if counts.open == 0 and counts.blocked == 0 else (
+        events.BLOCKED if counts.open == 0 else "unfinished"
     )  # fmt: skip
-    if ending == "complete":
+    if ending == events.COMPLETE:
         found = final_reproof(the_fleet, env)
         say(f"fleet on `{the_fleet.slug}`: {found.summary()} on `{the_fleet.into}`")
         if not found.ok:
-            ending = "halt-unproven"
+            ending = events.HALT_UNPROVEN
             counts = scan(loading.load(ws, the_fleet.slug)).counts
-    events = _events(ws, the_fleet.slug)
-    starts = [k for k, e in enumerate(events) if e.get("event") == "fleet-start"]
-    events = events[starts[-1] :] if starts else events  # this fleet's, not an earlier one's
-    integrated = sum(1 for e in events if e.get("event") == "integrated")
-    reopened = sum(1 for e in events if e.get("event") == "reopened")
-    _log(ws, "fleet-end", the_fleet.slug, ending=ending, members=codes)
+    records = _events(ws, the_fleet.slug)
+    starts = [k for k, e in enumerate(records) if e.get("event") == events.FLEET_START]
+    records = records[starts[-1] :] if starts else records  # this fleet's, not an earlier one's
+    integrated = sum(1 for e in records if e.get("event") == events.INTEGRATED)
+    reopened = sum(1 for e in records if e.get("event") == events.REOPENED)
+    _log(ws, events.FLEET_END, the_fleet.slug, ending=ending, members=codes)
     where = f"{plural(integrated, 'step')} integrated"
     if coordinate is not None:
         where += f" here, {max(0, closed - integrated)} by other machines"
@@ -568,7 +570,7 @@ def run_fleet(
         f"{counts.open} open; member exits {codes}"
     )
     if ending != "unfinished":
-        return EXIT_CODES[ending]
+        return events.EXIT_CODES[ending]
     return next((code for code in codes if code), LEFT_TO_A_PERSON)
 
 
@@ -642,7 +644,7 @@ def _member_run(main: Workspace, slug: str, n: int, step: str, result: driver.Re
     row = result.row or {}
     spent = row.get("tokens") or {}
     _log(
-        main, "member-run", slug, member=n, step=step, ending=result.ending,
+        main, events.MEMBER_RUN, slug, member=n, step=step, ending=result.ending,
         session=result.session, engagements=row.get("engagements", 0),
         tokens={"total": spent.get("total")}, waits=len(row.get("timeline", {}).get("waits", [])),
         seconds=row.get("wall_seconds", 0.0),

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 
 from agentcfg import claims, loading, state
 from agentcfg.contract.verify import find_step
+from agentcfg.core import events
 from agentcfg.core.order import readiness, waits_line
 from agentcfg.core.roadmap import Roadmap, Step, scan
 from agentcfg.core.times import iso
@@ -169,11 +170,11 @@ def join(
         shared["member"] = member
     if lapsed is not None:
         record = state.event(
-            "lease-expired", now, None, slug, holder=lapsed.holder, fence=lapsed.fence,
+            events.LEASE_EXPIRED, now, None, slug, holder=lapsed.holder, fence=lapsed.fence,
             expired_at=iso(lapsed.expires), **shared,
         )  # fmt: skip
         state.append_ledger((ledger or ws).state, record)
-    record = state.event("leased", now, None, slug, holder=holder, fence=lease.fence, **shared)
+    record = state.event(events.LEASED, now, None, slug, holder=holder, fence=lease.fence, **shared)
     state.append_ledger((ledger or ws).state, record)
     return lease
 

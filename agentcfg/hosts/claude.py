@@ -7,6 +7,19 @@ exit 0 is shown to the person.
 from __future__ import annotations
 
 from agentcfg.hosts import defaults
+from agentcfg.hosts.defaults import IDLE as IDLE
+from agentcfg.hosts.defaults import allow as allow
+from agentcfg.hosts.defaults import block as block
+
+# 8 blocks in a row at most, but a tool call resets the count: work never meets it
+from agentcfg.hosts.defaults import block_cap as block_cap
+from agentcfg.hosts.defaults import cwd_of as cwd_of
+from agentcfg.hosts.defaults import parse as parse
+from agentcfg.hosts.defaults import registered as registered
+from agentcfg.hosts.defaults import render as render
+from agentcfg.hosts.defaults import runner as runner
+from agentcfg.hosts.defaults import session_of as session_of
+from agentcfg.hosts.defaults import trust as trust
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -19,7 +32,6 @@ if TYPE_CHECKING:
 
 NAME = "claude"
 TITLE = "Claude Code"
-IDLE = ""
 SESSION_ENV = ("CLAUDE_CODE_SESSION_ID",)
 AGENT_ENV = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT")
 PROGRAMS = ("claude", "@anthropic-ai/claude-code")
@@ -31,32 +43,20 @@ def recognises(payload: Mapping[str, object]) -> bool:
     return payload.get("hook_event_name") in ("Stop", "SubagentStop") and "turn_id" not in payload
 
 
-session_of = defaults.session_of
-cwd_of = defaults.cwd_of
-
-
 def to_event(payload: Mapping[str, object]) -> StopEvent:
-    from agentcfg.hosts.base import claude_style_event
+    from agentcfg.hosts.defaults import claude_style_event
 
     return claude_style_event(payload, NAME)
-
-
-block = defaults.block
-allow = defaults.allow
 
 
 def config_path(scope: str, root: Path, home: Path, env: Mapping[str, str]) -> Path:
     return (root if scope == "project" else home) / ".claude" / "settings.json"
 
 
-parse = defaults.parse
-render = defaults.render
-registered = defaults.registered
-
-
 def install(document: dict[str, Any], command: str) -> dict[str, Any]:
     """Our Stop hook, and our SessionStart hook for the session's start after a compaction."""
-    from agentcfg.hosts.base import SESSION_START, install_hook, session_start_entry
+    from agentcfg.hosts.base import SESSION_START
+    from agentcfg.hosts.defaults import install_hook, session_start_entry
 
     result = defaults.install(document, command)
     compact = {"matcher": "compact"}
@@ -64,7 +64,8 @@ def install(document: dict[str, Any], command: str) -> dict[str, Any]:
 
 
 def uninstall(document: dict[str, Any]) -> dict[str, Any]:
-    from agentcfg.hosts.base import SESSION_START, uninstall_hook
+    from agentcfg.hosts.base import SESSION_START
+    from agentcfg.hosts.defaults import uninstall_hook
 
     return uninstall_hook(defaults.uninstall(document), SESSION_START)
 
@@ -74,12 +75,8 @@ def checks(path: Path, root: Path, home: Path, env: Mapping[str, str]) -> list[F
     hooks off, and two different commands of ours would both run at every stop."""
     import sys
 
-    from agentcfg.hosts.base import (
-        Finding,
-        read_json_file,
-        registered_commands,
-        session_start_finding,
-    )
+    from agentcfg.hosts.base import Finding
+    from agentcfg.hosts.defaults import read_json_file, registered_commands, session_start_finding
 
     files = (
         config_path("user", root, home, env),
@@ -110,14 +107,10 @@ def probe(cwd: str) -> Probe:
     )
 
 
-trust = defaults.trust
-# 8 blocks in a row at most, but a tool call resets the count: work never meets it
-block_cap = defaults.block_cap
-
-
 def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:
     """Our plugin when a settings file enables it; the narrowest scope that names it decides."""
-    from agentcfg.hosts.base import PLUGIN, Plugin, read_json_file
+    from agentcfg.hosts.base import PLUGIN, Plugin
+    from agentcfg.hosts.defaults import read_json_file
 
     decided: dict[str, tuple[bool, Path, str]] = {}
     for scope, path in (
@@ -208,7 +201,6 @@ def _message_usage(line: bytes) -> tuple[object, Usage | None] | None:
 
 BINARY = "claude"
 NAMES_SESSION = True  # `--session-id <uuid>` names a new session; `--resume <id>` carries it on
-runner = defaults.runner
 
 
 def headless(prompt: str, session: str | None, resume: bool, extra: Sequence[str]) -> list[str]:
@@ -230,7 +222,7 @@ def asks(root: Path, home: Path, env: Mapping[str, str], extra: Sequence[str]) -
     approve it): the person's `--allowedTools`, a bypass, or `permissions.allow` in the
     user's settings, or in the project's once the folder is trusted (a new clone never is:
     its allowlist is ignored)."""
-    from agentcfg.hosts.base import read_json_file
+    from agentcfg.hosts.defaults import read_json_file
 
     if any(word.partition("=")[0] in (*_ALLOWING, *BYPASS[:1]) for word in extra):
         return []
@@ -272,7 +264,7 @@ def asks(root: Path, home: Path, env: Mapping[str, str], extra: Sequence[str]) -
 
 def _trusted(root: Path, home: Path) -> bool:
     """The person accepted Claude Code's trust dialog for this folder or one above it."""
-    from agentcfg.hosts.base import read_json_file
+    from agentcfg.hosts.defaults import read_json_file
 
     projects = (read_json_file(home / ".claude.json") or {}).get("projects")
     if not isinstance(projects, dict):
@@ -362,7 +354,8 @@ def store_reach(
     never run again outside it (`sandbox.allowUnsandboxedCommands: false`; true unless set),
     and no permission bypass lets the file tools write anywhere. Settings files in their
     order: the user's, the project's, the project's local one; a later one wins."""
-    from agentcfg.hosts.base import OPEN, Reach, inside, read_json_file
+    from agentcfg.hosts.base import OPEN, Reach
+    from agentcfg.hosts.defaults import inside, read_json_file
 
     sandbox: dict[str, Any] = {}
     mode = None

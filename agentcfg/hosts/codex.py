@@ -10,6 +10,17 @@ untrusted hook is skipped without a word, so install and doctor say which trust 
 from __future__ import annotations
 
 from agentcfg.hosts import defaults
+from agentcfg.hosts.defaults import IDLE as IDLE
+from agentcfg.hosts.defaults import block as block
+from agentcfg.hosts.defaults import block_cap as block_cap
+from agentcfg.hosts.defaults import cwd_of as cwd_of
+from agentcfg.hosts.defaults import hear as hear
+from agentcfg.hosts.defaults import parse as parse
+from agentcfg.hosts.defaults import refusals as refusals
+from agentcfg.hosts.defaults import registered as registered
+from agentcfg.hosts.defaults import render as render
+from agentcfg.hosts.defaults import runner as runner
+from agentcfg.hosts.defaults import session_of as session_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -22,7 +33,6 @@ if TYPE_CHECKING:
 
 NAME = "codex"
 TITLE = "Codex CLI"
-IDLE = ""
 SESSION_ENV = ("CODEX_SESSION_ID", "CODEX_THREAD_ID")
 AGENT_ENV = ("CODEX_SANDBOX", "CODEX_SANDBOX_NETWORK_DISABLED", "CODEX_MANAGED_PACKAGE_ROOT")
 PROGRAMS = ("codex", "@openai/codex")
@@ -34,18 +44,13 @@ def recognises(payload: Mapping[str, object]) -> bool:
     return payload.get("hook_event_name") in ("Stop", "SubagentStop") and "turn_id" in payload
 
 
-session_of = defaults.session_of
-cwd_of = defaults.cwd_of
-
-
 def to_event(payload: Mapping[str, object]) -> StopEvent:
-    from agentcfg.hosts.base import claude_style_event, text
+    from agentcfg.hosts.defaults import claude_style_event, text
 
     subagent = payload.get("hook_event_name") == "SubagentStop" or "agent_id" in payload
     return claude_style_event(payload, NAME, turn_id=text(payload, "turn_id"), is_subagent=subagent)
 
 
-block = defaults.block
 allow = defaults.allow_unseen  # Codex shows a hook's output to nobody when it allows
 
 
@@ -61,14 +66,10 @@ def codex_home(home: Path, env: Mapping[str, str]) -> Path:
     return Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home / ".codex"
 
 
-parse = defaults.parse
-render = defaults.render
-registered = defaults.registered
-
-
 def install(document: dict[str, Any], command: str) -> dict[str, Any]:
     """Our Stop hook, and our SessionStart hook for the session's start after a compaction."""
-    from agentcfg.hosts.base import SESSION_START, install_hook, session_start_entry
+    from agentcfg.hosts.base import SESSION_START
+    from agentcfg.hosts.defaults import install_hook, session_start_entry
 
     result = defaults.install(document, command)
     compact = {"matcher": COMPACT}
@@ -76,7 +77,8 @@ def install(document: dict[str, Any], command: str) -> dict[str, Any]:
 
 
 def uninstall(document: dict[str, Any]) -> dict[str, Any]:
-    from agentcfg.hosts.base import SESSION_START, uninstall_hook
+    from agentcfg.hosts.base import SESSION_START
+    from agentcfg.hosts.defaults import uninstall_hook
 
     return uninstall_hook(defaults.uninstall(document), SESSION_START)
 
@@ -108,7 +110,7 @@ def hook_hash(command: str, timeout: int, event: str = "stop", matcher: str | No
 
 def _our_hooks(document: Mapping[str, Any], path: Path) -> list[tuple[str, str]]:
     """(trust key, current hash) of each of our hooks in a hooks.json document."""
-    from agentcfg.hosts.base import is_ours
+    from agentcfg.hosts.defaults import is_ours
 
     hooks = document.get("hooks")
     found = []
@@ -235,7 +237,8 @@ def checks(path: Path, root: Path, home: Path, env: Mapping[str, str]) -> list[F
     and a warning when the session-start hook is missing."""
     import sys
 
-    from agentcfg.hosts.base import Finding, HostFileError, read_json_file, session_start_finding
+    from agentcfg.hosts.base import Finding, HostFileError
+    from agentcfg.hosts.defaults import read_json_file, session_start_finding
 
     target = _trust_file(home, env)
     scope = "project" if path.is_relative_to(root) else "user"
@@ -275,9 +278,6 @@ def checks(path: Path, root: Path, home: Path, env: Mapping[str, str]) -> list[F
 
 def probe(cwd: str) -> Probe:
     return defaults.stop_probe(cwd, turn_id="probe", last_assistant_message="probe")
-
-
-block_cap = defaults.block_cap
 
 
 def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:
@@ -359,7 +359,6 @@ def _growth(before: dict[str, int], after: dict[str, int]) -> Usage | None:
 
 BINARY = "codex"
 NAMES_SESSION = False  # `codex exec` picks its own thread id: the claim waits for its token
-runner = defaults.runner
 
 
 ALLOW = (
@@ -384,10 +383,6 @@ def asks(root: Path, home: Path, env: Mapping[str, str], extra: Sequence[str]) -
     if mode not in (None, "read-only"):
         return []
     return [f"{TITLE}'s sandbox is read-only here: the agent cannot write the workspace; {ALLOW}"]
-
-
-refusals = defaults.refusals
-hear = defaults.hear
 
 
 def headless(
@@ -439,7 +434,8 @@ def store_reach(
     which agentcfg does not assume."""
     from pathlib import Path
 
-    from agentcfg.hosts.base import OPEN, HostFileError, Reach, inside
+    from agentcfg.hosts.base import OPEN, HostFileError, Reach
+    from agentcfg.hosts.defaults import inside
 
     try:
         _text, config = _read_toml(_trust_file(home, env))

@@ -10,6 +10,23 @@ Project hooks fire in `-p` only in a trusted folder (`--trust-folder`).
 from __future__ import annotations
 
 from agentcfg.hosts import defaults
+from agentcfg.hosts.defaults import IDLE as IDLE
+from agentcfg.hosts.defaults import cwd_of as cwd_of
+from agentcfg.hosts.defaults import hear as hear
+from agentcfg.hosts.defaults import parse as parse
+from agentcfg.hosts.defaults import plugin as plugin
+from agentcfg.hosts.defaults import refusals as refusals
+from agentcfg.hosts.defaults import render as render
+from agentcfg.hosts.defaults import runner as runner
+
+# no sandbox of its own that agentcfg reads
+from agentcfg.hosts.defaults import store_reach as store_reach
+
+# folder trust is the person's to give in Copilot CLI; `checks` says how
+from agentcfg.hosts.defaults import trust as trust
+
+# no captured Copilot CLI events file shows its usage
+from agentcfg.hosts.defaults import usage_since as usage_since
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -21,7 +38,6 @@ if TYPE_CHECKING:
 
 NAME = "copilot"
 TITLE = "Copilot CLI"
-IDLE = ""
 SESSION_ENV = ("COPILOT_AGENT_SESSION_ID",)
 AGENT_ENV = ("COPILOT_CLI",)
 PROGRAMS = ("copilot", "@github/copilot")
@@ -29,7 +45,6 @@ PROVEN = True
 EVENT = "agentStop"
 FILE = "agentcfg.json"
 BLOCK_CAP = 8
-OWN_TEXTS = ("run-continuation:", "turn-end-gate:")
 
 
 def recognises(payload: Mapping[str, object]) -> bool:
@@ -42,11 +57,9 @@ def session_of(payload: Mapping[str, object]) -> str:
     return defaults.first_text(payload, "sessionId", "session_id")
 
 
-cwd_of = defaults.cwd_of
-
-
 def to_event(payload: Mapping[str, object]) -> StopEvent:
-    from agentcfg.hosts.base import StopEvent, text
+    from agentcfg.hosts.base import StopEvent
+    from agentcfg.hosts.defaults import text
 
     transcript = text(payload, "transcriptPath") or text(payload, "transcript_path")
     turn, final = read_events(transcript)
@@ -73,6 +86,7 @@ def read_events(path: str) -> tuple[str, str | None]:
     holds none) and the text of the reply since the last message to the agent (None: unknown)."""
     import json
 
+    from agentcfg.hosts.base import OWN_TEXTS
     from agentcfg.transcript import read_tail
 
     tail = read_tail(path)
@@ -112,12 +126,9 @@ def config_path(scope: str, root: Path, home: Path, env: Mapping[str, str]) -> P
     return home / ".copilot" / "hooks" / FILE
 
 
-parse = defaults.parse
-render = defaults.render
-
-
 def install(document: dict[str, Any], command: str) -> dict[str, Any]:
-    from agentcfg.hosts.base import HOOK_TIMEOUT, install_hook
+    from agentcfg.hosts.base import HOOK_TIMEOUT
+    from agentcfg.hosts.defaults import install_hook
 
     if "version" not in document:
         document = {"version": 1, **document}
@@ -126,14 +137,14 @@ def install(document: dict[str, Any], command: str) -> dict[str, Any]:
 
 
 def uninstall(document: dict[str, Any]) -> dict[str, Any]:
-    from agentcfg.hosts.base import uninstall_hook
+    from agentcfg.hosts.defaults import uninstall_hook
 
     result = uninstall_hook(document, EVENT, key="bash", grouped=False)
     return {} if result == {"version": 1} else result
 
 
 def registered(document: Mapping[str, Any]) -> list[str]:
-    from agentcfg.hosts.base import registered_commands
+    from agentcfg.hosts.defaults import registered_commands
 
     return registered_commands(document, EVENT, key="bash", grouped=False)
 
@@ -169,22 +180,14 @@ def probe(cwd: str) -> Probe:
     )
 
 
-trust = defaults.trust  # folder trust is the person's to give in Copilot CLI; `checks` says how
-
-
 def block_cap(root: Path, home: Path, env: Mapping[str, str]) -> tuple[int, str] | None:
     return BLOCK_CAP, "no setting raises it: send another prompt (`copilot --continue`) to go on"
-
-
-plugin = defaults.plugin
-usage_since = defaults.usage_since  # no captured Copilot CLI events file shows its usage
 
 
 # --- unattended runs (`agentcfg run`) ---
 
 BINARY = "copilot"
 NAMES_SESSION = True  # `--session-id <id>` names a new session; `--resume <id>` carries it on
-runner = defaults.runner
 
 
 headless = defaults.print_headless
@@ -203,10 +206,6 @@ def asks(root: Path, home: Path, env: Mapping[str, str], extra: Sequence[str]) -
     return [f"{TITLE} headless runs no tool nobody allowed: {ALLOW}"]
 
 
-refusals = defaults.refusals
-hear = defaults.hear
-
-
 def limit_reset(output: str, now: float) -> float | None:
     """The reset Copilot CLI announced when it ended on a rate limit, else None.
 
@@ -218,6 +217,3 @@ def limit_reset(output: str, now: float) -> float | None:
     from agentcfg.hosts.limits import tail
 
     return now if re.search(r"^\s*429\b", tail(output, 12), re.MULTILINE) else None
-
-
-store_reach = defaults.store_reach  # no sandbox of its own that agentcfg reads

@@ -8,6 +8,24 @@ Cursor gives a generation id per agent reply and a `loop_count` of follow-ups: a
 from __future__ import annotations
 
 from agentcfg.hosts import defaults
+from agentcfg.hosts.defaults import ALLOW as ALLOW
+from agentcfg.hosts.defaults import asks as asks
+from agentcfg.hosts.defaults import block_cap as block_cap
+from agentcfg.hosts.defaults import headless as headless
+from agentcfg.hosts.defaults import hear as hear
+from agentcfg.hosts.defaults import limit_reset as limit_reset
+from agentcfg.hosts.defaults import parse as parse
+from agentcfg.hosts.defaults import plugin as plugin
+from agentcfg.hosts.defaults import refusals as refusals
+from agentcfg.hosts.defaults import render as render
+from agentcfg.hosts.defaults import runner as runner
+
+# no sandbox of its own that agentcfg reads
+from agentcfg.hosts.defaults import store_reach as store_reach
+from agentcfg.hosts.defaults import trust as trust
+
+# Cursor's transcript records no token usage
+from agentcfg.hosts.defaults import usage_since as usage_since
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,7 +62,8 @@ def cwd_of(payload: Mapping[str, object]) -> str:
 
 
 def to_event(payload: Mapping[str, object]) -> StopEvent:
-    from agentcfg.hosts.base import StopEvent, text
+    from agentcfg.hosts.base import StopEvent
+    from agentcfg.hosts.defaults import text
 
     loop_count = payload.get("loop_count")
     first = loop_count in (0, None) or isinstance(loop_count, bool)
@@ -65,7 +84,8 @@ def to_event(payload: Mapping[str, object]) -> StopEvent:
 
 
 def block(text: str) -> Answer:
-    from agentcfg.hosts.base import Answer, json_line
+    from agentcfg.hosts.base import Answer
+    from agentcfg.hosts.defaults import json_line
 
     return Answer(0, stdout=json_line({"followup_message": text}))
 
@@ -80,12 +100,8 @@ def config_path(scope: str, root: Path, home: Path, env: Mapping[str, str]) -> P
     return (root if scope == "project" else home) / ".cursor" / "hooks.json"
 
 
-parse = defaults.parse
-render = defaults.render
-
-
 def install(document: dict[str, Any], command: str) -> dict[str, Any]:
-    from agentcfg.hosts.base import install_hook
+    from agentcfg.hosts.defaults import install_hook
 
     if "version" not in document:
         document = {"version": 1, **document}
@@ -93,14 +109,14 @@ def install(document: dict[str, Any], command: str) -> dict[str, Any]:
 
 
 def uninstall(document: dict[str, Any]) -> dict[str, Any]:
-    from agentcfg.hosts.base import uninstall_hook
+    from agentcfg.hosts.defaults import uninstall_hook
 
     result = uninstall_hook(document, EVENT, grouped=False)
     return {} if result == {"version": 1} else result
 
 
 def registered(document: Mapping[str, Any]) -> list[str]:
-    from agentcfg.hosts.base import registered_commands
+    from agentcfg.hosts.defaults import registered_commands
 
     return registered_commands(document, EVENT, grouped=False)
 
@@ -134,23 +150,7 @@ def probe(cwd: str) -> Probe:
     )
 
 
-trust = defaults.trust
-block_cap = defaults.block_cap
-plugin = defaults.plugin
-usage_since = defaults.usage_since  # Cursor's transcript records no token usage
-
-
 # --- unattended runs (`agentcfg run`): not driven headless yet ---
 
 BINARY = "cursor-agent"
 NAMES_SESSION = False
-runner = defaults.runner
-headless = defaults.headless
-limit_reset = defaults.limit_reset
-ALLOW = defaults.ALLOW
-asks = defaults.asks
-refusals = defaults.refusals
-hear = defaults.hear
-
-
-store_reach = defaults.store_reach  # no sandbox of its own that agentcfg reads

@@ -11,6 +11,19 @@ unless the prompt is one of our own texts sent back on a retry: that is no new t
 from __future__ import annotations
 
 from agentcfg.hosts import defaults
+from agentcfg.hosts.defaults import IDLE as IDLE
+from agentcfg.hosts.defaults import allow as allow
+from agentcfg.hosts.defaults import block_cap as block_cap
+from agentcfg.hosts.defaults import cwd_of as cwd_of
+from agentcfg.hosts.defaults import hear as hear
+from agentcfg.hosts.defaults import parse as parse
+from agentcfg.hosts.defaults import refusals as refusals
+from agentcfg.hosts.defaults import render as render
+from agentcfg.hosts.defaults import runner as runner
+from agentcfg.hosts.defaults import session_of as session_of
+
+# folder trust is the person's to give in Gemini CLI; `checks` says how
+from agentcfg.hosts.defaults import trust as trust
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -23,27 +36,22 @@ if TYPE_CHECKING:
 
 NAME = "gemini"
 TITLE = "Gemini CLI"
-IDLE = ""
 SESSION_ENV = ("GEMINI_SESSION_ID",)
 AGENT_ENV = ("GEMINI_CLI",)
 PROGRAMS = ("gemini", "@google/gemini-cli")
 PROVEN = True
 EVENT = "AfterAgent"
 HOOK_NAME = "agentcfg-stop"
-OWN_TEXTS = ("run-continuation:", "turn-end-gate:")
 
 
 def recognises(payload: Mapping[str, object]) -> bool:
     return payload.get("hook_event_name") == EVENT
 
 
-session_of = defaults.session_of
-cwd_of = defaults.cwd_of
-
-
 def to_event(payload: Mapping[str, object]) -> StopEvent:
     from agentcfg.core.digest import sha256_hex
-    from agentcfg.hosts.base import StopEvent, text
+    from agentcfg.hosts.base import OWN_TEXTS, StopEvent
+    from agentcfg.hosts.defaults import text
 
     prompt = text(payload, "prompt")
     ours = prompt.lstrip().startswith(OWN_TEXTS)
@@ -107,13 +115,11 @@ def _words(content: object) -> str:
 
 
 def block(text: str) -> Answer:
-    from agentcfg.hosts.base import Answer, json_line
+    from agentcfg.hosts.base import Answer
+    from agentcfg.hosts.defaults import json_line
 
     # Exit 2 also blocks, but Gemini then reports a failed hook with a warning on every block.
     return Answer(0, stdout=json_line({"decision": "deny", "reason": text}))
-
-
-allow = defaults.allow
 
 
 def config_path(scope: str, root: Path, home: Path, env: Mapping[str, str]) -> Path:
@@ -126,12 +132,9 @@ def gemini_home(home: Path, env: Mapping[str, str]) -> Path:
     return Path(env["GEMINI_CLI_HOME"]) if env.get("GEMINI_CLI_HOME") else home
 
 
-parse = defaults.parse
-render = defaults.render
-
-
 def install(document: dict[str, Any], command: str) -> dict[str, Any]:
-    from agentcfg.hosts.base import HOOK_TIMEOUT, install_hook
+    from agentcfg.hosts.base import HOOK_TIMEOUT
+    from agentcfg.hosts.defaults import install_hook
 
     entry = {
         "name": HOOK_NAME,
@@ -143,13 +146,13 @@ def install(document: dict[str, Any], command: str) -> dict[str, Any]:
 
 
 def uninstall(document: dict[str, Any]) -> dict[str, Any]:
-    from agentcfg.hosts.base import uninstall_hook
+    from agentcfg.hosts.defaults import uninstall_hook
 
     return uninstall_hook(document, EVENT)
 
 
 def registered(document: Mapping[str, Any]) -> list[str]:
-    from agentcfg.hosts.base import registered_commands
+    from agentcfg.hosts.defaults import registered_commands
 
     return registered_commands(document, EVENT)
 
@@ -157,7 +160,8 @@ def registered(document: Mapping[str, Any]) -> list[str]:
 def checks(path: Path, root: Path, home: Path, env: Mapping[str, str]) -> list[Finding]:
     """Hooks switched on in every settings file Gemini merges; the folder trusted for project
     hooks."""
-    from agentcfg.hosts.base import Finding, is_ours, read_json_file
+    from agentcfg.hosts.base import Finding
+    from agentcfg.hosts.defaults import is_ours, read_json_file
 
     found = []
     user = config_path("user", root, home, env)
@@ -188,7 +192,8 @@ def _folder_trust(
     import os
     from pathlib import Path
 
-    from agentcfg.hosts.base import Finding, read_json_file
+    from agentcfg.hosts.base import Finding
+    from agentcfg.hosts.defaults import read_json_file
 
     security = user_settings.get("security")
     folder_trust = security.get("folderTrust") if isinstance(security, dict) else None
@@ -203,11 +208,11 @@ def _folder_trust(
     rules = read_json_file(rules_path) or {}
     where = os.path.realpath(root)
     best, level = -1, None
-    for rule, trust in rules.items():
-        folder = os.path.dirname(rule) if trust == "TRUST_PARENT" else rule
+    for rule, given in rules.items():
+        folder = os.path.dirname(rule) if given == "TRUST_PARENT" else rule
         real = os.path.realpath(folder)
         if (where == real or where.startswith(real.rstrip("/") + "/")) and len(rule) > best:
-            best, level = len(rule), trust
+            best, level = len(rule), given
     if level in ("TRUST_FOLDER", "TRUST_PARENT"):
         return Finding("ok", NAME, f"{root} is a trusted folder")
     return Finding(
@@ -220,10 +225,6 @@ def _folder_trust(
 
 def probe(cwd: str) -> Probe:
     return defaults.stop_probe(cwd, hook_event_name=EVENT, prompt="probe", prompt_response="probe")
-
-
-trust = defaults.trust  # folder trust is the person's to give in Gemini CLI; `checks` says how
-block_cap = defaults.block_cap
 
 
 def plugin(root: Path, home: Path, env: Mapping[str, str]) -> Plugin | None:
@@ -246,6 +247,7 @@ def usage_since(path: str, start: int | None, settle: float) -> Spent:
 
 def _prompt_line(line: bytes) -> bool:
     """A message the person wrote: a user message with text that is none of our own texts."""
+    from agentcfg.hosts.base import OWN_TEXTS
     from agentcfg.transcript import load
 
     if b'"user"' not in line:
@@ -286,7 +288,6 @@ def _message_usage(line: bytes) -> tuple[object, Usage | None] | None:
 
 BINARY = "gemini"
 NAMES_SESSION = True  # `--session-id <id>` names a new session; `--resume <id>` carries it on
-runner = defaults.runner
 
 
 headless = defaults.print_headless
@@ -294,10 +295,6 @@ headless = defaults.print_headless
 
 ALLOW = defaults.YOLO
 asks = defaults.yolo_asks(TITLE)
-
-
-refusals = defaults.refusals
-hear = defaults.hear
 
 
 def limit_reset(output: str, now: float) -> float | None:
@@ -331,7 +328,8 @@ def store_reach(
     """Sealed when Gemini CLI runs its tools in its sandbox, which lets them write the project
     folder only: `-s`/`--sandbox` among the person's arguments, else $GEMINI_SANDBOX, else
     `tools.sandbox` in its settings (the project's over the user's)."""
-    from agentcfg.hosts.base import OPEN, Reach, inside
+    from agentcfg.hosts.base import OPEN, Reach
+    from agentcfg.hosts.defaults import inside
 
     on, why = _sandbox(root, home, env, extra)
     return Reach(True, why) if on and not inside(store, [root]) else OPEN
@@ -340,7 +338,7 @@ def store_reach(
 def _sandbox(
     root: Path, home: Path, env: Mapping[str, str], extra: Sequence[str]
 ) -> tuple[bool, str]:
-    from agentcfg.hosts.base import read_json_file
+    from agentcfg.hosts.defaults import read_json_file
 
     for arg in extra:
         if arg in ("-s", "--sandbox", "--sandbox=true"):

@@ -14,6 +14,26 @@ text of `agentcfg hook session-start --host opencode` to the session. Headless, 
 from __future__ import annotations
 
 from agentcfg.hosts import defaults
+from agentcfg.hosts.defaults import IDLE as IDLE
+from agentcfg.hosts.defaults import allow as allow
+from agentcfg.hosts.defaults import asks as asks
+from agentcfg.hosts.defaults import block_cap as block_cap
+from agentcfg.hosts.defaults import cwd_of as cwd_of
+from agentcfg.hosts.defaults import hear as hear
+
+# `hooks install` writes our OpenCode plugin itself: no second route
+from agentcfg.hosts.defaults import plugin as plugin
+from agentcfg.hosts.defaults import refusals as refusals
+from agentcfg.hosts.defaults import session_of as session_of
+
+# no sandbox of its own that agentcfg reads
+from agentcfg.hosts.defaults import store_reach as store_reach
+
+# OpenCode loads a project's plugins without asking
+from agentcfg.hosts.defaults import trust as trust
+
+# OpenCode keeps its messages in a database
+from agentcfg.hosts.defaults import usage_since as usage_since
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -26,7 +46,6 @@ if TYPE_CHECKING:
 
 NAME = "opencode"
 TITLE = "OpenCode"
-IDLE = ""
 SESSION_ENV = ("OPENCODE_SESSION_ID",)
 AGENT_ENV = ("OPENCODE", "OPENCODE_PID")
 PROGRAMS = ("opencode", "/opencode-ai/")
@@ -41,12 +60,8 @@ def recognises(payload: Mapping[str, object]) -> bool:
     return payload.get("hook_event_name") == EVENT
 
 
-session_of = defaults.session_of
-cwd_of = defaults.cwd_of
-
-
 def to_event(payload: Mapping[str, object]) -> StopEvent:
-    from agentcfg.hosts.base import claude_style_event, text
+    from agentcfg.hosts.defaults import claude_style_event, text
 
     # The messages live in OpenCode's database, so no transcript tells two replies of the same
     # words apart: the plugin sends the reply's message id. It never asks for a subagent's session.
@@ -59,7 +74,6 @@ def to_event(payload: Mapping[str, object]) -> StopEvent:
 
 
 block = defaults.block_on_stdout
-allow = defaults.allow
 
 
 def config_path(scope: str, root: Path, home: Path, env: Mapping[str, str]) -> Path:
@@ -155,10 +169,6 @@ def probe(cwd: str) -> Probe:
     )
 
 
-trust = defaults.trust  # OpenCode loads a project's plugins without asking
-block_cap = defaults.block_cap
-
-
 def plugin_source(command: str) -> str:
     """Our plugin with `command` written in as its argument list."""
     import json
@@ -175,10 +185,6 @@ def _ours(document: Mapping[str, Any]) -> bool:
     return isinstance(source, str) and source.startswith(HEADER)
 
 
-plugin = defaults.plugin  # `hooks install` writes our OpenCode plugin itself: no second route
-usage_since = defaults.usage_since  # OpenCode keeps its messages in a database
-
-
 # --- unattended runs (`agentcfg run`) ---
 
 BINARY = "opencode"
@@ -187,9 +193,6 @@ NAMES_SESSION = False  # OpenCode names its sessions: the run's server makes eac
 
 # its headless permissions come from opencode.json (`permission.bash`), allowed by default
 ALLOW = 'set `"permission": {"bash": "allow"}` in opencode.json'
-asks = defaults.asks
-refusals = defaults.refusals
-hear = defaults.hear
 
 
 def headless(
@@ -235,6 +238,3 @@ def limit_reset(output: str, now: float, messages: str = "") -> float | None:
     times = replies[-1].get("time")
     ended = epoch(times.get("completed")) if isinstance(times, dict) else None
     return (after(ended or now, str(wait)) or now) if wait is not None else now
-
-
-store_reach = defaults.store_reach  # no sandbox of its own that agentcfg reads

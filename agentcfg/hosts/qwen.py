@@ -9,6 +9,25 @@ otherwise: install sets that variable in the settings' `env`, which Qwen exports
 from __future__ import annotations
 
 from agentcfg.hosts import defaults
+from agentcfg.hosts.defaults import IDLE as IDLE
+from agentcfg.hosts.defaults import allow as allow
+from agentcfg.hosts.defaults import block as block
+from agentcfg.hosts.defaults import cwd_of as cwd_of
+from agentcfg.hosts.defaults import hear as hear
+from agentcfg.hosts.defaults import parse as parse
+from agentcfg.hosts.defaults import plugin as plugin
+from agentcfg.hosts.defaults import refusals as refusals
+from agentcfg.hosts.defaults import registered as registered
+from agentcfg.hosts.defaults import render as render
+from agentcfg.hosts.defaults import runner as runner
+from agentcfg.hosts.defaults import session_of as session_of
+
+# no sandbox of its own that agentcfg reads
+from agentcfg.hosts.defaults import store_reach as store_reach
+from agentcfg.hosts.defaults import trust as trust
+
+# no captured Qwen Code session file shows its usage
+from agentcfg.hosts.defaults import usage_since as usage_since
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -20,7 +39,6 @@ if TYPE_CHECKING:
 
 NAME = "qwen"
 TITLE = "Qwen Code"
-IDLE = ""
 SESSION_ENV = ("QWEN_CODE_SESSION_ID",)
 AGENT_ENV = ("QWEN_CODE", "QWEN_CODE_CLI")
 PROGRAMS = ("qwen", "@qwen-code/qwen-code")
@@ -38,37 +56,21 @@ def recognises(payload: Mapping[str, object]) -> bool:
     )
 
 
-session_of = defaults.session_of
-cwd_of = defaults.cwd_of
-
-
 def to_event(payload: Mapping[str, object]) -> StopEvent:
-    from agentcfg.hosts.base import claude_style_event
+    from agentcfg.hosts.defaults import claude_style_event
 
     return claude_style_event(payload, NAME)
-
-
-block = defaults.block
-allow = defaults.allow
 
 
 def config_path(scope: str, root: Path, home: Path, env: Mapping[str, str]) -> Path:
     return (root if scope == "project" else home) / ".qwen" / "settings.json"
 
 
-parse = defaults.parse
-render = defaults.render
-
-
 def install(document: dict[str, Any], command: str) -> dict[str, Any]:
     """Our Stop hook, our SessionStart hook (it answers the start after a compaction), and
     the block cap raised to Qwen's ceiling unless the file sets one."""
-    from agentcfg.hosts.base import (
-        SESSION_START,
-        HostFileError,
-        install_hook,
-        session_start_entry,
-    )
+    from agentcfg.hosts.base import SESSION_START, HostFileError
+    from agentcfg.hosts.defaults import install_hook, session_start_entry
 
     result = defaults.install(document, command)
     result = install_hook(result, SESSION_START, session_start_entry(command), group={})
@@ -82,7 +84,8 @@ def install(document: dict[str, Any], command: str) -> dict[str, Any]:
 
 def uninstall(document: dict[str, Any]) -> dict[str, Any]:
     """Without our hook, nor the cap install set (a cap of another value is the person's)."""
-    from agentcfg.hosts.base import SESSION_START, uninstall_hook
+    from agentcfg.hosts.base import SESSION_START
+    from agentcfg.hosts.defaults import uninstall_hook
 
     result = uninstall_hook(defaults.uninstall(document), SESSION_START)
     env = result.get("env")
@@ -93,13 +96,10 @@ def uninstall(document: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-registered = defaults.registered
-
-
 def checks(path: Path, root: Path, home: Path, env: Mapping[str, str]) -> list[Finding]:
     import sys
 
-    from agentcfg.hosts.base import session_start_finding
+    from agentcfg.hosts.defaults import session_start_finding
 
     return session_start_finding(sys.modules[__name__], path)
 
@@ -116,9 +116,6 @@ def probe(cwd: str) -> Probe:
     )
 
 
-trust = defaults.trust
-
-
 def block_cap(root: Path, home: Path, env: Mapping[str, str]) -> tuple[int, str] | None:
     fix = (
         f"`agentcfg hooks install --host qwen` raises it to {MAX_CAP}, Qwen's ceiling "
@@ -131,7 +128,7 @@ def _cap(root: Path, home: Path, env: Mapping[str, str]) -> int:
     """Qwen's own rule: the variable (from the process, else a settings `env`), else the
     `stopHookBlockingCap` setting, else 8; at most 100. The project's settings win over the
     user's."""
-    from agentcfg.hosts.base import read_json_file
+    from agentcfg.hosts.defaults import read_json_file
 
     found = (read_json_file(config_path(scope, root, home, env)) for scope in ("project", "user"))
     documents = [document for document in found if document is not None]
@@ -153,24 +150,15 @@ def _capped(value: float) -> int:
     return int(min(value, MAX_CAP)) if value >= 1 else DEFAULT_CAP
 
 
-plugin = defaults.plugin
-usage_since = defaults.usage_since  # no captured Qwen Code session file shows its usage
-
-
 # --- unattended runs (`agentcfg run`) ---
 
 BINARY = "qwen"
 # `qwen <prompt> --session-id <id>` names a new session; `--resume <id>` carries it on
 NAMES_SESSION = True
-runner = defaults.runner
 
 
 ALLOW = defaults.YOLO
 asks = defaults.yolo_asks(TITLE)
-
-
-refusals = defaults.refusals
-hear = defaults.hear
 
 
 def headless(prompt: str, session: str | None, resume: bool, extra: Sequence[str]) -> list[str]:
@@ -191,6 +179,3 @@ def limit_reset(output: str, now: float) -> float | None:
     last = tail(output, 3)
     ended = [line for line in last.splitlines() if "API Error: 429" in line]
     return now if ended and not any("Retrying in" in line for line in ended) else None
-
-
-store_reach = defaults.store_reach  # no sandbox of its own that agentcfg reads

@@ -22,10 +22,10 @@ from typing import Any, Protocol
 from agentcfg import checkpoints, claims, controls, loading, state
 from agentcfg.contract import finals, trust
 from agentcfg.contract.reprove import Reproof, guarded, reprove
-from agentcfg.core import quota
+from agentcfg.core import events, quota
 from agentcfg.core import report as reports
 from agentcfg.core.evidence import summary
-from agentcfg.core.ladder import MAX_ITERATIONS
+from agentcfg.core.ladder import MAX_ITERATIONS, TAMPERED
 from agentcfg.core.roadmap import Roadmap, scan
 from agentcfg.core.texts import continuation, plural
 from agentcfg.core.times import iso
@@ -33,7 +33,8 @@ from agentcfg.core.visible import visible
 from agentcfg.errors import AgentcfgError, ClaimError, StateError
 from agentcfg.fleet.membership import read_membership
 from agentcfg.hosts import registry, windows
-from agentcfg.hosts.base import Refused, settings_hook
+from agentcfg.hosts.base import Refused
+from agentcfg.hosts.defaults import settings_hook
 from agentcfg.hosts.stream import outcome, reply
 from agentcfg.paths import DRIVERS, LEDGER_NAME, RUN_HOST_ENV
 from agentcfg.run import model as plan
@@ -42,7 +43,7 @@ from agentcfg.workspace import Workspace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from agentcfg.hosts.base import Host
+    from agentcfg.hosts.protocols import Host, Launcher, Wiring
 
 OUTPUT_KEPT = 256 * 1024  # bytes of each host stream kept for the limit check and the relay
 POLL = 0.25  # seconds between looks at the ledger while the host runs
@@ -238,7 +239,7 @@ def _runnable(name: str, env: Mapping[str, str]) -> tuple[Host, str]:
     return host, binary
 
 
-def refuse_unread(host: Host, path: Path, root: Path, home: Path, env: Mapping[str, str]) -> None:
+def refuse_unread(host: Wiring, path: Path, root: Path, home: Path, env: Mapping[str, str]) -> None:
     """AgentcfgError when the host will not run the stop hook `path` holds (hooks switched
     off, a folder or a hook the host does not trust): the run would go on with nobody to
     carry it, as `doctor` would say."""
@@ -269,7 +270,7 @@ def refuse_untrusted(ws: Workspace, slug: str, roadmap: Roadmap, env: Mapping[st
         )
 
 
-def _drivable(host: Host) -> bool:
+def _drivable(host: Launcher) -> bool:
     return host.headless("", None, False, ()) is not None
 
 
@@ -308,7 +309,7 @@ class _Ran:
     events: list[dict[str, Any]] = field(default_factory=list)  # ledger events while it ran
     moved_on: bool = False  # ended by the driver when the hook moved it on to the next step
     deadline: bool = False  # ended by the driver at --until
-    heard: list[Any] = field(default_factory=list)  # the host's records, as `Host.hear` reads them
+    heard: list[Any] = field(default_factory=list)  # the host's records, as its `hear` reads them
     readings: list[quota.Reading] = field(default_factory=list)  # usage windows it showed
     reserved: bool = False  # ended by the driver at a turn end: a window reached the reserve
 
@@ -330,7 +331,7 @@ class _Seat:
     """One host the run can carry on with: how it starts, its arguments, the usage windows it
     last showed, and when its own pause (a usage limit, the reserve) ends."""
 
-    host: Host
+    host: Launcher
     runner: Runner
     extra: tuple[str, ...]
     windows: dict[str, quota.Reading] = field(default_factory=dict)
@@ -368,8 +369,11 @@ class _Driver:
         self.seats = [self._seat(host, binary, extra) for host, binary, extra in listed]
         self.seat = self.seats[0]
         self.failovers = 0
+        self.ran: _Ran | None = None  # the host process last started, as it ended
+        self.ended: plan.Ended | None = None  # how the driver read it
+        self.started = clock.now()  # the run's start, as the engagement lines count it
 
-    def _seat(self, host: Host, binary: str, extra: tuple[str, ...]) -> _Seat:
+    def _seat(self, host: Launcher, binary: str, extra: tuple[str, ...]) -> _Seat:
         made = host.runner(binary, self.ws.root, self.env)
         runner: Runner = Plain(host, binary) if made is None else made
         if self.request.policy.reserve is not None:
@@ -377,7 +381,7 @@ class _Driver:
         return _Seat(host, runner, extra)
 
     @property
-    def host(self) -> Host:
+    def host(self) -> Launcher:
         return self.seat.host
 
     @property
@@ -394,105 +398,115 @@ class _Driver:
                 return self._drive()
         except KeyboardInterrupt as stop:
             by = "signal" if isinstance(stop, Terminated) else controls.TERMINAL
-            return self.finish(plan.finish("interrupted"), decided_here=True, by=by)
+            return self.finish(plan.finish(events.INTERRUPTED), by=by)
 
     def _drive(self) -> Result:
-        slug, policy, clock = self.slug, self.request.policy, self.clock
-        force = self.request.force or _take_back(self.ws, slug, clock.now(), self.say)
-        self.current = _claim(self.ws, self.runner, slug, force, clock.now(), self.current)
-        action = plan.first(clock.now(), policy)
-        ended: plan.Ended | None = None
-        ran: _Ran | None = None
-        started = clock.now()
-        while True:
-            if action.kind == "finish":
-                return self.finish(action, decided_here=True)
-            action = self._failover(
-                plan.held(self.seat.windows.values(), clock.now(), policy, action)
+        """Claim the roadmap, then carry out each decision the model returns until an ending."""
+        clock = self.clock
+        force = self.request.force or _take_back(self.ws, self.slug, clock.now(), self.say)
+        self.current = _claim(self.ws, self.runner, self.slug, force, clock.now(), self.current)
+        action = plan.first(clock.now(), self.request.policy)
+        self.started = clock.now()
+        while action.kind != "finish":
+            action = self._step(action)
+        return self.finish(action)
+
+    def _step(self, action: plan.Action) -> plan.Action:
+        """Carry out one decision (a re-proof, a wait, a start of the host): the next one."""
+        if action.kind == "reprove":
+            return self._reproved(action)
+        policy, clock = self.request.policy, self.clock
+        action = self._failover(plan.held(self.seat.windows.values(), clock.now(), policy, action))
+        if action.kind == "finish":
+            return action
+        if action.at > clock.now():
+            stopped = _wait(self.ws, self.slug, self.current, action, clock, self.say)
+            if stopped is not None:
+                return stopped
+            action = plan.held(self.seat.windows.values(), clock.now(), policy, action)
+            action = plan.schedule(action, policy)
+            if action.kind == "finish" or action.at > clock.now():
+                return action
+        return self._ended(self._start(action))
+
+    def _start(self, action: plan.Action) -> _Ran:
+        """Start the host as `action` says, in the run's session or a new one, and run it to
+        its end."""
+        slug, clock = self.slug, self.clock
+        if self.ran is not None and (not action.resume or not self.current.session):
+            # a new session (or a pending claim never bound): a claim of its own; after a
+            # failover the same run goes on: its counts and budgets (read before the new
+            # claim takes the roadmap over from the session left)
+            left = self.current
+            carried = _run_state(self.ws, left) or left.carried
+            self.current = _claim(self.ws, self.runner, slug, True, clock.now(), left)
+            if action.reason == "failover":
+                self.current.carried = carried
+                _carry(self.ws, self.current)
+        _held(self.ws, self.current)
+        self.progress = plan.advance(self.progress, action, self.ended)
+        argv = _argv(self.ws, self.runner, self.seat.extra, slug, self.current, action, self.ran)
+        counts = scan(loading.load(self.ws, slug)).counts
+        _record(
+            self.ws, events.RUN_START if self.progress.starts == 1 else events.RUN_RESUME,
+            self.current, slug, clock, open=counts.open, blocked=counts.blocked,
+            host=self.host.NAME, session=self.current.session, pending=self.current.pending,
+            attempt=self.progress.starts,
+            reason=action.reason, same_session=action.resume and bool(self.current.session),
+            **({"one_step": True} if self.request.fresh_per_step else {}),
+        )  # fmt: skip
+        self.say(
+            plan.start_line(
+                self.host.NAME, slug, self.current.session, action, self.progress.restarts
             )
-            if action.kind == "finish":
-                return self.finish(action, decided_here=True)
-            if action.at > clock.now():
-                stopped = _wait(self.ws, slug, self.current, action, clock, self.say)
-                if stopped is not None:
-                    return self.finish(stopped, decided_here=True)
-                action = plan.held(self.seat.windows.values(), clock.now(), policy, action)
-                action = plan.schedule(action, policy)
-                if action.kind == "finish" or action.at > clock.now():
-                    continue
-            if ran is not None and (not action.resume or not self.current.session):
-                # a new session (or a pending claim never bound): a claim of its own
-                # after a failover the same run goes on: its counts and budgets (read before
-                # the new claim takes the roadmap over from the session left)
-                left = self.current
-                carried = _run_state(self.ws, left) or left.carried
-                self.current = _claim(self.ws, self.runner, slug, True, clock.now(), left)
-                if action.reason == "failover":
-                    self.current.carried = carried
-                    _carry(self.ws, self.current)
-            _held(self.ws, self.current)
-            self.progress = plan.advance(self.progress, action, ended)
-            argv = _argv(self.ws, self.runner, self.seat.extra, slug, self.current, action, ran)
-            counts = scan(loading.load(self.ws, slug)).counts
-            _record(
-                self.ws, "run-start" if self.progress.starts == 1 else "run-resume",
-                self.current, slug, clock, open=counts.open, blocked=counts.blocked,
-                host=self.host.NAME, session=self.current.session, pending=self.current.pending,
-                attempt=self.progress.starts,
-                reason=action.reason, same_session=action.resume and bool(self.current.session),
-                **({"one_step": True} if self.request.fresh_per_step else {}),
-            )  # fmt: skip
-            self.say(
-                plan.start_line(
-                    self.host.NAME, slug, self.current.session, action, self.progress.restarts
+        )
+        self._checkpoint(first=self.progress.starts == 1)
+        self.ran = _run(
+            self.ws, argv, self.env, self.current, slug, clock, self.say, self.started,
+            self.request.fresh_per_step, self.runner, self.request.policy.until, self._reserve(),
+        )  # fmt: skip
+        return self.ran
+
+    def _ended(self, ran: _Ran) -> plan.Action:
+        """How the host process ended, read as a value from the run's state, the ledger's
+        events and the host's output; the model's decision on it."""
+        self.seat.windows = quota.latest(self.seat.windows, ran.readings)
+        _adopted(self.ws, self.current, ran.events)
+        self._keep(self.host.refusals(ran.stdout, ran.stderr), ran.heard)
+        ending = _ending(self.ws, self.slug, self.current, ran.events)
+        now = self.clock.now()
+        finished = ending is None and self._nothing_open()
+        open_work = ending is None and not finished and not ran.deadline
+        self.ended = plan.Ended(
+            code=ran.code,
+            ending=ending,
+            reset_at=(
+                _reset(
+                    self.runner, ran.stdout + "\n" + ran.stderr, now, self.current.session, ran.code
                 )
-            )
-            self._checkpoint(first=self.progress.starts == 1)
-            ran = _run(
-                self.ws, argv, self.env, self.current, slug, clock, self.say, started,
-                self.request.fresh_per_step, self.runner, policy.until, self._reserve(),
-            )  # fmt: skip
-            self.seat.windows = quota.latest(self.seat.windows, ran.readings)
-            _adopted(self.ws, self.current, ran.events)
-            self._keep(self.host.refusals(ran.stdout, ran.stderr), ran.heard)
-            ending = _ending(self.ws, slug, self.current, ran.events)
-            if ending == "complete" or (ending is None and self._nothing_open()):
-                # `complete` is this process's own finding, never a word in a state file
-                before_proof = self.reproof
-                self.reproof = self._reprove()
-                if self.reproof.ok:
-                    return self.finish(plan.finish("complete"), decided_here=ending is None)
-                failed = frozenset(step for step, _why in self.reproof.failed)
-                was = None if before_proof is None else frozenset(f for f, _ in before_proof.failed)
-                closable = any(
-                    why != "not trusted" and not why.startswith("check changed")
-                    for _step, why in self.reproof.failed
-                )
-                action = plan.after_reproof(
-                    self.progress, failed, was, clock.now(), policy, closable
-                )
-                if action.kind == "finish":
-                    return self.finish(action, decided_here=True)
-                ended = plan.Ended(code=ran.code, ending=None, progressed=True)
-                continue
-            if ending is None and ran.deadline:
-                return self.finish(plan.finish("halt-until"), decided_here=True)
-            output = ran.stdout + "\n" + ran.stderr
-            ended = plan.Ended(
-                code=ran.code,
-                ending=ending,
-                reset_at=(
-                    _reset(self.runner, output, clock.now(), self.current.session, ran.code)
-                    if ending is None
-                    else None
-                ),
-                progressed=any(e.get("event") == "verified" for e in ran.events),
-                next_step=ran.moved_on,
-                quota=self._spent() if ending is None and not ran.moved_on else None,
-            )
-            action = plan.decide(self.progress, ended, clock.now(), policy)
-            if action.kind == "finish":
-                return self.finish(action, decided_here=ending is None)
+                if open_work
+                else None
+            ),
+            progressed=plan.progressed(ran.events),
+            next_step=ran.moved_on,
+            quota=self._spent() if open_work and not ran.moved_on else None,
+            deadline=ran.deadline,
+            finished=finished,
+        )
+        return plan.after_host(self.progress, self.ended, now, self.request.policy)
+
+    def _reproved(self, action: plan.Action) -> plan.Action:
+        """Run the re-proof a complete run needs; the model's decision on what it found."""
+        before = self.reproof
+        self.reproof = self._reprove()
+        after = plan.reproved(
+            self.progress, self.reproof.failed, None if before is None else before.failed,
+            action.recorded, self.clock.now(), self.request.policy,
+        )  # fmt: skip
+        if after.kind == "start":  # the host carries the run on: it closed steps first
+            code = None if self.ran is None else self.ran.code
+            self.ended = plan.Ended(code=code, ending=None, progressed=True)
+        return after
 
     def _failover(self, action: plan.Action) -> plan.Action:
         """A wait for the current host's limit or reserve, or a start at once on another listed
@@ -510,7 +524,7 @@ class _Driver:
         self.seat = self.seats[names.index(other)]
         self.failovers += 1
         _record(
-            self.ws, "run-failover", self.current, self.slug, self.clock, **{"from": was.host.NAME},
+            self.ws, events.RUN_FAILOVER, self.current, self.slug, self.clock, **{"from": was.host.NAME},
             to=other, reason=action.pause, paused_until=iso(was.paused_until),
         )  # fmt: skip
         self.say(plan.failover_line(was.host.NAME, other, action.pause, was.paused_until, now))
@@ -579,18 +593,18 @@ class _Driver:
             changed=guarded(self.ws, self.slug, self.env), key=self.current.key,
         )  # fmt: skip
 
-    def finish(self, action: plan.Action, decided_here: bool, by: str | None = None) -> Result:
+    def finish(self, action: plan.Action, by: str | None = None) -> Result:
         """Record an ending the driver decided (the hook records its own); report the run."""
-        ending = action.ending or "complete"
+        ending = action.ending or events.COMPLETE
         slug, progress = self.slug, self.progress
-        evidence = _evidence(self.ws, slug, self.env) if ending == "complete" else ("", {})
-        if decided_here:
+        evidence = _evidence(self.ws, slug, self.env) if ending == events.COMPLETE else ("", {})
+        if not action.recorded:
             fields: dict[str, Any] = {"starts": progress.starts, "restarts": progress.restarts}
-            if ending == "complete":
+            if ending == events.COMPLETE:
                 fields["evidence"], fields["words"] = evidence
             if by is not None:
                 fields["by"] = by
-            if ending == "stopped":
+            if ending == events.STOPPED:
                 found = controls.read_stop(self.ws, slug)
                 fields["by"] = found.by if found else None
             _record(self.ws, ending, self.current, slug, self.clock, **fields)
@@ -620,7 +634,7 @@ class _Driver:
                 self.say(f"  {line}")
         if told.next:
             self.say(f"  next: {visible(told.next)}")
-        if ending == "complete":
+        if ending == events.COMPLETE:
             self.say(f"  evidence: {evidence[0]}")
         return Result(
             ending, action.exit_code, slug, self.host.NAME, self.current.session, progress,
@@ -630,7 +644,7 @@ class _Driver:
 
     def _told(self, ending: str) -> Told:
         """What the ending tells: refusals and failures seen, and the person's next command."""
-        stalled = ending in ("halt-stall", "halt-restarts")
+        stalled = ending in ROLLBACK_ON
         again = f"agentcfg run {self.slug} --host {self.request.host}"
         if self.denied:
             after = f"{again} -- --allowedTools Bash" if self.host.NAME == "claude" else again
@@ -817,7 +831,7 @@ def _receipts(ws: Workspace, slug: str) -> list[str]:
         if b'"verified"' not in line:
             continue
         event = _load(line)
-        if event.get("event") == "verified" and event.get("slug") == slug:
+        if event.get("event") == events.VERIFIED and event.get("slug") == slug:
             found.append(
                 f"{event.get('step')} passed at {event.get('at')}"
                 + (f" (`{event['command']}`)" if isinstance(event.get("command"), str) else "")
@@ -846,7 +860,7 @@ def _run(
     closed and the hook engages the session on the next, the host is ended there. `until`:
     at that moment the host is ended, however busy or hung. `reserve`: once a window the host
     shows reaches the person's reserve, the run is asked to end at its next turn end."""
-    offset = _ledger_size(ws)
+    watch = _Watch(ws, slug, current, clock, say, started, _ledger_size(ws))
     proc = subprocess.Popen(
         argv,
         cwd=ws.root,
@@ -858,36 +872,14 @@ def _run(
     )
     watchdog: Watchdog | None = None
     streams: list[_Tail] = []
-    events: list[dict[str, Any]] = []
-    moved_on = deadline = False
     try:  # from the start: a Ctrl-C at any point ends what was started
         watchdog = Watchdog(proc.pid)
         shown = None if reserve is None or reserve.locate else reserve.seen
         streams = [_Tail(proc.stdout, runner.hear, shown), _Tail(proc.stderr)]
-        cap = _cap(ws, current)
-        while True:
-            exited = proc.poll() is not None
-            offset = _follow(ws, offset, events, slug, current, say, clock.now() - started, cap)
-            if exited and runner.settled(
-                current.session, _ending(ws, slug, current, events) is not None
-            ):
-                break
-            if not deadline and until is not None and clock.now() >= until:
-                end_group(proc)
-                runner.interrupt(current.session)
-                deadline = True
-                continue
-            if fresh and not moved_on and _moved_on(events, current):
-                end_group(proc)
-                runner.interrupt(current.session)
-                moved_on = True
-                continue
-            if reserve is not None:
-                reserve.follow()
-            time.sleep(POLL)
+        _watch(proc, watch, runner, fresh, until, reserve)
     except KeyboardInterrupt:
         end_group(proc)
-        _follow(ws, offset, events, slug, current, say, clock.now() - started, _cap(ws, current))
+        watch.follow(_cap(ws, current))
         raise
     finally:
         kill_group(proc)  # nothing the host started outlives it
@@ -900,10 +892,66 @@ def _run(
             reserve.done()
     code = proc.returncode
     return _Ran(
-        code if code >= 0 else None, streams[0].text(), streams[1].text(), events, moved_on,
-        deadline, streams[0].heard, [] if reserve is None else list(reserve.readings),
-        reserve is not None and reserve.asked,
+        code if code >= 0 else None, streams[0].text(), streams[1].text(), watch.records,
+        watch.moved_on, watch.deadline, streams[0].heard,
+        [] if reserve is None else list(reserve.readings), reserve is not None and reserve.asked,
     )  # fmt: skip
+
+
+@dataclass
+class _Watch:
+    """What a start reads of the ledger while the host runs: the roadmap's new events (each
+    engagement of the run printed as it comes), and why the driver ended the host, if it did."""
+
+    ws: Workspace
+    slug: str
+    current: _Session
+    clock: Clock
+    say: Callable[[str], None]
+    started: float
+    offset: int  # where the ledger's next line starts
+    records: list[dict[str, Any]] = field(default_factory=list)
+    moved_on: bool = False  # ended once the hook moved the session on to the next step
+    deadline: bool = False  # ended at --until
+
+    def follow(self, cap: int) -> None:
+        elapsed = self.clock.now() - self.started
+        self.offset = _follow(
+            self.ws, self.offset, self.records, self.slug, self.current, self.say, elapsed, cap
+        )
+
+
+def _watch(
+    proc: subprocess.Popen[bytes],
+    watch: _Watch,
+    runner: Runner,
+    fresh: bool,
+    until: float | None,
+    reserve: _Reserve | None,
+) -> None:
+    """Look at the ledger until the host has exited and the runner says its session settled;
+    end the host at `until`, or (`fresh`) once the hook engaged the session on the next step."""
+    current = watch.current
+    cap = _cap(watch.ws, current)
+    while True:
+        exited = proc.poll() is not None
+        watch.follow(cap)
+        if exited and runner.settled(
+            current.session, _ending(watch.ws, watch.slug, current, watch.records) is not None
+        ):
+            return
+        due = not watch.deadline and until is not None and watch.clock.now() >= until
+        moved = (
+            not due and fresh and not watch.moved_on and plan.moved_on(watch.records, current.key)
+        )
+        if due or moved:
+            end_group(proc)
+            runner.interrupt(current.session)
+            watch.deadline, watch.moved_on = watch.deadline or due, watch.moved_on or moved
+            continue
+        if reserve is not None:
+            reserve.follow()
+        time.sleep(POLL)
 
 
 @dataclass
@@ -984,14 +1032,6 @@ def _reset(
     return found if found is None or math.isfinite(found) else now
 
 
-def _moved_on(events: list[dict[str, Any]], current: _Session) -> bool:
-    """A step was closed in this session and the hook has engaged it on another since."""
-    closed = [i for i, e in enumerate(events) if e.get("event") == "verified"]
-    return bool(closed) and any(
-        e.get("event") == "engage" and e.get("run") == current.key for e in events[closed[0] :]
-    )
-
-
 class _Tail(threading.Thread):
     """Reads one stream of the host to its end, keeping its last OUTPUT_KEPT bytes; with a
     `hear`, each whole line as it comes goes through it into `heard` (the host's records,
@@ -1043,14 +1083,14 @@ def _ledger_size(ws: Workspace) -> int:
 def _follow(
     ws: Workspace,
     offset: int,
-    events: list[dict[str, Any]],
+    records: list[dict[str, Any]],
     slug: str,
     current: _Session,
     say: Callable[[str], None],
     elapsed: float,
     cap: int,
 ) -> int:
-    """Read the ledger's new complete lines of this roadmap into `events`; print engagements."""
+    """Read the ledger's new complete lines of this roadmap into `records`; print engagements."""
     try:
         fd = os.open(ws.state / LEDGER_NAME, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
@@ -1063,9 +1103,9 @@ def _follow(
         event = _load(line)
         if event.get("slug") != slug:
             continue
-        events.append(event)
+        records.append(event)
         _adopted(ws, current, [event])
-        if event.get("event") == "engage" and event.get("run") == current.key:
+        if event.get("event") == events.ENGAGE and event.get("run") == current.key:
             say(plan.engagement_line(event, elapsed, cap))
     return offset + end
 
@@ -1078,12 +1118,12 @@ def _load(line: bytes) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _adopted(ws: Workspace, current: _Session, events: list[dict[str, Any]]) -> None:
+def _adopted(ws: Workspace, current: _Session, records: list[dict[str, Any]]) -> None:
     """Learn the session a pending claim was bound to, from its `claimed` event."""
     if current.session or not current.token:
         return
-    for event in events:
-        if event.get("event") == "claimed" and event.get("pending") == current.pending:
+    for event in records:
+        if event.get("event") == events.CLAIMED and event.get("pending") == current.pending:
             key = event.get("run")
             claim = claims.read_claim(ws, key) if isinstance(key, str) else None
             if claim is not None:
@@ -1133,30 +1173,25 @@ def _cap(ws: Workspace, current: _Session) -> int:
         return MAX_ITERATIONS
 
 
-HANDBACKS = ("handback-question", "handback-background", "stopped")
-
-
 def _ending(
-    ws: Workspace, slug: str, current: _Session, events: list[dict[str, Any]]
+    ws: Workspace, slug: str, current: _Session, records: list[dict[str, Any]]
 ) -> str | None:
     """The run's ending as its state and the ledger tell it; None while work remains."""
     if controls.read_stop(ws, slug) is not None:
-        return "stopped"
+        return events.STOPPED
     if current.key is None:
         return None  # the claim was never bound: the session never reached a turn end
     claim = claims.read_claim(ws, current.key)
     if claim is None or claim.slug != slug:
-        return "released"
+        return events.RELEASED
     run = claims.read_run(ws, claim)
     if run is not None and run.halted:
         return run.halted
     if run is not None and run.ended:
         return run.ended
     if run is not None and run.paused:
-        return "paused"
-    mine = [e.get("event") for e in events if e.get("run") == current.key]
-    last = next((name for name in reversed(mine) if name not in ("verified", "marked-done")), None)
-    return last if last in HANDBACKS else None
+        return events.PAUSED
+    return plan.handed_back(records, current.key)
 
 
 def _wait(
@@ -1171,20 +1206,20 @@ def _wait(
     meanwhile."""
     now = clock.now()
     fields: dict[str, Any] = {"resume_at": iso(action.at)}
-    if action.pause == "paused-usage-limit":
+    if action.pause == events.PAUSED_USAGE_LIMIT:
         fields["reset_at"] = iso(action.reset_at) if action.reset_at is not None else None
-    if action.pause == "paused-quota" and action.quota is not None:
+    if action.pause == events.PAUSED_QUOTA and action.quota is not None:
         reading = action.quota
         fields.update(
             window=reading.window,
             utilization=round(reading.utilization, 4),
             reset_at=iso(reading.reset_at) if reading.reset_at is not None else None,
         )
-    _record(ws, action.pause or "paused-window", current, slug, clock, **fields)
+    _record(ws, action.pause or events.PAUSED_WINDOW, current, slug, clock, **fields)
     say(plan.pause_line(action, now))
     while (left := action.at - clock.now()) > 0:
         if controls.read_stop(ws, slug) is not None:
-            return plan.finish("stopped")
+            return plan.finish(events.STOPPED)
         clock.sleep(min(1.0, left))
     return None
 
@@ -1198,7 +1233,7 @@ def _record(
 
 
 # the halts that leave a step half done: --rollback-on-halt undoes its work
-ROLLBACK_ON = frozenset({"halt-stall", "halt-restarts"})
+ROLLBACK_ON = frozenset({events.HALT_STALL, events.HALT_RESTARTS})
 
 
 def rolled_back_lines(slug: str, undone: checkpoints.Rollback) -> list[str]:
@@ -1211,31 +1246,31 @@ def rolled_back_lines(slug: str, undone: checkpoints.Rollback) -> list[str]:
 
 # what the person runs next, after a halt the run's proofs or its records caused
 NEXT = {
-    "halt-contract-changed": "undo the change, or accept it: agentcfg roadmap trust {slug}",
-    "halt-check-changed": "undo the change, or review the checks: agentcfg roadmap trust {slug}",
-    "halt-state-tampered": "see which record failed its seal: agentcfg roadmap audit {slug}",
-    "halt-unproven": "see what the re-proof failed: agentcfg roadmap audit {slug}",
+    events.HALT_CONTRACT_CHANGED: "undo the change, or accept it: agentcfg roadmap trust {slug}",
+    events.HALT_CHECK_CHANGED: "undo the change, or review the checks: agentcfg roadmap trust {slug}",
+    events.HALT_STATE_TAMPERED: "see which record failed its seal: agentcfg roadmap audit {slug}",
+    events.HALT_UNPROVEN: "see what the re-proof failed: agentcfg roadmap audit {slug}",
 }
 # what the person runs to carry on after an ending with work left: the run takes its claim back
 AGAIN = {
-    "halt-stall": "see what stalls it (agentcfg roadmap next {slug}), then: {again}",
-    "halt-restarts": "see why the host kept ending (agentcfg report), then: {again}",
-    "halt-max-iterations": "{again} (a larger cap: ladder.max_iterations in agentcfg.yaml)",
-    "halt-token-budget": "{again} (a larger budget: ladder.max_tokens in agentcfg.yaml)",
-    "halt-wall-clock": "{again} (a longer one: ladder.wall_clock in agentcfg.yaml)",
-    "halt-until": "{again}",
-    "halt-state-unreadable": "{again}",
-    "halt-roadmap-absent": "restore roadmaps/{slug}.md, then: {again}",
-    "stopped": "agentcfg resume {slug}, then: {again}",
-    "interrupted": "{again}",
-    "paused": "{again}",
+    events.HALT_STALL: "see what stalls it (agentcfg roadmap next {slug}), then: {again}",
+    events.HALT_RESTARTS: "see why the host kept ending (agentcfg report), then: {again}",
+    events.HALT_MAX_ITERATIONS: "{again} (a larger cap: ladder.max_iterations in agentcfg.yaml)",
+    events.HALT_TOKEN_BUDGET: "{again} (a larger budget: ladder.max_tokens in agentcfg.yaml)",
+    events.HALT_WALL_CLOCK: "{again} (a longer one: ladder.wall_clock in agentcfg.yaml)",
+    events.HALT_UNTIL: "{again}",
+    events.HALT_STATE_UNREADABLE: "{again}",
+    events.HALT_ROADMAP_ABSENT: "restore roadmaps/{slug}.md, then: {again}",
+    events.STOPPED: "agentcfg resume {slug}, then: {again}",
+    events.INTERRUPTED: "{again}",
+    events.PAUSED: "{again}",
 }
 
 
 def _told(ws: Workspace, current: _Session, ending: str) -> list[str]:
     """Why the hook halted the run, as its ledger event says: what changed in the contract or
     a check, or the record whose seal failed; each shown, never obeyed, on the terminal."""
-    if ending not in ("halt-contract-changed", "halt-check-changed", "halt-state-tampered"):
+    if ending not in (events.HALT_CONTRACT_CHANGED, events.HALT_CHECK_CHANGED, TAMPERED):
         return []
     if current.key is None:
         return []

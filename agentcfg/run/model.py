@@ -9,34 +9,13 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from agentcfg.core import quota
+from agentcfg.core import events, quota
 from agentcfg.core.texts import plural
 from agentcfg.core.times import format_duration, iso
 
-# The exit code of each ending, by family: what a CI job or a script branches on.
-EXIT_CODES = {
-    "complete": 0,
-    "blocked": 10,  # nothing open but steps blocked on something outside the run
-    "halt-max-iterations": 11,  # a budget is spent
-    "halt-token-budget": 11,
-    "halt-wall-clock": 11,
-    "halt-until": 11,
-    "halt-stall": 12,  # the agent stopped making progress
-    "handback-question": 13,  # a person is needed
-    "handback-background": 13,
-    "paused": 13,
-    "released": 13,
-    "stopped": 14,  # a person stopped the run (`agentcfg stop`)
-    "halt-roadmap-absent": 15,  # the roadmap or the run's state went wrong under the run
-    "halt-contract-changed": 15,
-    "halt-check-changed": 15,
-    "halt-state-unreadable": 15,
-    "halt-state-tampered": 15,
-    "halt-unproven": 15,  # every step ticked, but the re-proof at the end cannot pass
-    "halt-restarts": 16,  # the host kept ending early: the restart budget is spent
-    "interrupted": 130,  # Ctrl-C at the driver
-}
-UNKNOWN_ENDING = 15  # an ending this table does not know yet: the run did not complete
+# The exit code of each ending, by family: what a CI job or a script branches on (the table's)
+EXIT_CODES = events.EXIT_CODES
+UNKNOWN_ENDING = events.UNKNOWN_EXIT  # an ending the table does not know: the run did not complete
 
 MAX_RESTARTS = 10
 LIMIT_WAIT = 5 * 3600.0  # the longest wait for a usage limit whose reset nobody announced
@@ -124,6 +103,8 @@ class Ended:
     next_step: bool = False  # the driver ended it to start the next step afresh (--fresh-per-step)
     quota: quota.Reading | None = None  # the driver ended it at a turn end: this window ate
     # into the person's reserve
+    deadline: bool = False  # the driver ended it at `--until`
+    finished: bool = False  # no ending told, but nothing the run answers for is open
 
 
 @dataclass(frozen=True)
@@ -139,9 +120,10 @@ class Progress:
 
 @dataclass(frozen=True)
 class Action:
-    """What to do next: `finish` with an ending, or `start` the host (again) at `at`."""
+    """What to do next: `finish` with an ending, `start` the host (again) at `at`, or
+    `reprove` every contracted step before the run may complete."""
 
-    kind: str  # "finish" | "start"
+    kind: str  # "finish" | "start" | "reprove"
     at: float = 0.0  # when to start; later than now means a wait first
     ending: str | None = None
     exit_code: int = 0
@@ -150,10 +132,11 @@ class Action:
     pause: str | None = None  # the ledger event of the wait: paused-usage-limit | paused-window
     reset_at: float | None = None  # the usage limit's reset, when one was announced
     quota: quota.Reading | None = None  # paused-quota: the window that reached the reserve
+    recorded: bool = False  # the ending is the hook's: the ledger holds it already
 
 
 def finish(ending: str) -> Action:
-    return Action("finish", ending=ending, exit_code=EXIT_CODES.get(ending, UNKNOWN_ENDING))
+    return Action("finish", ending=ending, exit_code=events.exit_code(ending))
 
 
 def first(now: float, policy: Policy) -> Action:
@@ -161,14 +144,24 @@ def first(now: float, policy: Policy) -> Action:
     return schedule(Action("start", at=now), policy)
 
 
+def after_host(progress: Progress, ended: Ended, now: float, policy: Policy) -> Action:
+    """After a host process ended, as the driver saw it: the re-proof a complete run (or one
+    with nothing open) needs first, the told halt at `--until`, or what `decide` says."""
+    if ended.ending == events.COMPLETE or (ended.ending is None and ended.finished):
+        return Action("reprove", recorded=ended.ending is not None)
+    if ended.ending is None and ended.deadline:
+        return finish(events.HALT_UNTIL)
+    return decide(progress, ended, now, policy)
+
+
 def decide(progress: Progress, ended: Ended, now: float, policy: Policy) -> Action:
     """After a host process ended: finish with the run's ending, or start the host again."""
     if ended.ending is not None:
-        return finish(ended.ending)
+        return replace(finish(ended.ending), recorded=True)
     if ended.next_step:  # a step closed: the next one starts in a session of its own
         return schedule(Action("start", at=now, reason="next-step"), policy)
     if progress.restarts >= policy.max_restarts:
-        return finish("halt-restarts")
+        return finish(events.HALT_RESTARTS)
     if ended.quota is not None:
         action = quota_pause(ended.quota, now, policy)
     elif ended.reset_at is not None:
@@ -183,7 +176,7 @@ def decide(progress: Progress, ended: Ended, now: float, policy: Policy) -> Acti
             at=now + min(wait, policy.max_wait),
             resume=True,
             reason="usage-limit",
-            pause="paused-usage-limit",
+            pause=events.PAUSED_USAGE_LIMIT,
             reset_at=announced,
         )
     elif ended.code == 0:
@@ -213,7 +206,7 @@ def quota_pause(reading: quota.Reading, now: float, policy: Policy) -> Action:
         at=now + min(wait, policy.max_wait),
         resume=True,
         reason="quota",
-        pause="paused-quota",
+        pause=events.PAUSED_QUOTA,
         reset_at=reading.reset_at,
         quota=reading,
     )
@@ -232,7 +225,7 @@ def held(readings: Iterable[quota.Reading], now: float, policy: Policy, action: 
     return schedule(replace(later, quota=over), policy)
 
 
-LIMIT_PAUSES = ("paused-usage-limit", "paused-quota")  # the waits another host can spare
+LIMIT_PAUSES = (events.PAUSED_USAGE_LIMIT, events.PAUSED_QUOTA)  # the waits another host can spare
 
 
 def paused_until(action: Action, policy: Policy) -> float:
@@ -267,10 +260,60 @@ def after_reproof(
     (`closable` False: a line no person trusted, a check changed since trust), the same steps
     failed the re-proof before it too (`before`), or the restart budget is spent."""
     if not closable or failed == before:
-        return finish("halt-unproven")
+        return finish(events.HALT_UNPROVEN)
     if progress.restarts >= policy.max_restarts:
-        return finish("halt-restarts")
+        return finish(events.HALT_RESTARTS)
     return schedule(Action("start", at=now, resume=True, reason="reproof"), policy)
+
+
+def reproved(
+    progress: Progress,
+    failed: Sequence[tuple[str, str]],
+    before: Sequence[tuple[str, str]] | None,
+    recorded: bool,
+    now: float,
+    policy: Policy,
+) -> Action:
+    """After the re-proof at the run's end: `complete` when nothing failed (`recorded`: the
+    hook told it already), else what `after_reproof` says of the steps that failed (`failed`,
+    each with why; `before`: those of the re-proof before it, if one ran)."""
+    if not failed:
+        return replace(finish(events.COMPLETE), recorded=recorded)
+    closable = any(
+        why != "not trusted" and not why.startswith("check changed") for _s, why in failed
+    )
+    return after_reproof(
+        progress,
+        frozenset(step for step, _why in failed),
+        None if before is None else frozenset(step for step, _why in before),
+        now,
+        policy,
+        closable,
+    )
+
+
+HANDBACKS = (*events.HANDBACKS, events.STOPPED)  # what the hook tells of a turn it lets end
+
+
+def handed_back(events_seen: Iterable[Mapping[str, object]], run: str | None) -> str | None:
+    """The run's hand-back (or the person's stop) the hook recorded last for `run`; None when
+    it recorded another turn end since, or none."""
+    mine = [e.get("event") for e in events_seen if e.get("run") == run]
+    last = next((n for n in reversed(mine) if n not in (events.VERIFIED, events.MARKED_DONE)), None)
+    return last if isinstance(last, str) and last in HANDBACKS else None
+
+
+def progressed(events_seen: Iterable[Mapping[str, object]]) -> bool:
+    """A step was closed (`verified`) among the events."""
+    return any(e.get("event") == events.VERIFIED for e in events_seen)
+
+
+def moved_on(events_seen: Sequence[Mapping[str, object]], run: str | None) -> bool:
+    """A step was closed, and the hook has engaged `run` on another since."""
+    closed = [i for i, e in enumerate(events_seen) if e.get("event") == events.VERIFIED]
+    return bool(closed) and any(
+        e.get("event") == events.ENGAGE and e.get("run") == run for e in events_seen[closed[0] :]
+    )
 
 
 def schedule(action: Action, policy: Policy) -> Action:
@@ -280,9 +323,9 @@ def schedule(action: Action, policy: Policy) -> Action:
         wait = policy.window.wait(at, policy.utc_offset)
         if wait > 0:
             at += wait
-            action = replace(action, at=at, pause=action.pause or "paused-window")
+            action = replace(action, at=at, pause=action.pause or events.PAUSED_WINDOW)
     if policy.until is not None and at >= policy.until:
-        return finish("halt-until")
+        return finish(events.HALT_UNTIL)
     return action
 
 
@@ -336,10 +379,10 @@ def start_line(host: str, slug: str, session: str | None, action: Action, attemp
 def pause_line(action: Action, now: float) -> str:
     """The line a wait prints: what it waits for and until when."""
     until = f"{iso(action.at)} (in {format_duration(action.at - now)})"
-    if action.pause == "paused-usage-limit":
+    if action.pause == events.PAUSED_USAGE_LIMIT:
         told = "reset announced" if action.reset_at is not None else "no reset announced"
         return f"agentcfg run: paused at a usage limit ({told}); resuming at {until}"
-    if action.pause == "paused-quota" and action.quota is not None:
+    if action.pause == events.PAUSED_QUOTA and action.quota is not None:
         reading = action.quota
         return (
             f"agentcfg run: paused to keep the reserve: the {quota.title(reading.window)} window "
@@ -351,7 +394,7 @@ def pause_line(action: Action, now: float) -> str:
 
 def failover_line(was: str, now_on: str, pause: str | None, until: float, now: float) -> str:
     """The line when another host takes the run over from a paused one."""
-    why = "its usage limit" if pause == "paused-usage-limit" else "the reserve"
+    why = "its usage limit" if pause == events.PAUSED_USAGE_LIMIT else "the reserve"
     return (
         f"agentcfg run: {was} is paused at {why} until {iso(until)} "
         f"(in {format_duration(max(0.0, until - now))}); {now_on} carries the run on"
@@ -399,7 +442,7 @@ def ending_text(
         ]
     if step is None:
         head = f"agentcfg run: {ending} — roadmap `{slug}` (exit {exit_code})"
-    elif ending == "complete":
+    elif ending == events.COMPLETE:
         head = (
             f"agentcfg run: step {step} closed in this member's worktree; the fleet integrates it"
         )

@@ -54,7 +54,8 @@ class Runner(Protocol):
 
 
 class Headless(Protocol):
-    """What `Plain` uses of a host module (`hosts.base.Host` has it all)."""
+    """What `Plain` uses of a host module: the part of `hosts.protocols.Launcher` it calls (this
+    layer is below the hosts, so it names the part rather than importing the whole)."""
 
     @property
     def NAMES_SESSION(self) -> bool: ...

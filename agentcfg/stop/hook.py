@@ -10,6 +10,7 @@ import os
 import sys
 
 from agentcfg import _speed, paths
+from agentcfg.core import events
 from agentcfg.hosts.registry import DEFAULT, HOSTS, adapter, detect
 from agentcfg.stop import preflight
 
@@ -18,7 +19,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import BinaryIO
 
-    from agentcfg.hosts.base import Answer, Host
+    from agentcfg.hosts.base import Answer
+    from agentcfg.hosts.protocols import HookDialect, Wiring
     from agentcfg.stop.context import HookContext
     from agentcfg.stop.dispatch import Verdict
 
@@ -76,9 +78,10 @@ def command_line(argv: list[str], help_text: str, usage: str, required: bool = F
     return name
 
 
-def _second_route(host: Host, root: str, env: Mapping[str, str]) -> bool:
+def _second_route(host: Wiring, root: str, env: Mapping[str, str]) -> bool:
     """A fire through our plugin steps aside when the host's settings run our hook too."""
-    from agentcfg.hosts.base import PLUGIN_ENV, settings_hook
+    from agentcfg.hosts.base import PLUGIN_ENV
+    from agentcfg.hosts.defaults import settings_hook
 
     if not env.get(PLUGIN_ENV):
         return False
@@ -98,7 +101,7 @@ def _read_payload(stream: BinaryIO) -> dict[str, object] | None:
 
 
 def _decide(
-    host: Host, payload: dict[str, object], root: str, env: Mapping[str, str]
+    host: HookDialect, payload: dict[str, object], root: str, env: Mapping[str, str]
 ) -> Answer | None:
     """The full decision, with anything it prints to stderr held back from the host.
 
@@ -154,21 +157,21 @@ def decide(ctx: HookContext, budget: float | None = None) -> Verdict:
         with time_limit(budget):
             handed = steps.run_steps(ctx, steps.BEFORE, handed)
     except ConcernTimeout:  # the steps spent the fire's time: the chain allows, out of time
-        ctx.log("error", reason="the hook's steps ran out of time")
+        ctx.log(events.ERROR, reason="the hook's steps ran out of time")
     left = budget - (time.monotonic() - started)
     verdict, outcomes = run_chain(ctx, ctx.config.chain, REGISTRY, left, handed)
     if ctx.problem is not None:
-        ctx.log("error", reason=ctx.problem)
+        ctx.log(events.ERROR, reason=ctx.problem)
     for outcome in outcomes:
         if outcome.error is not None:
-            ctx.log("concern-error", concern=outcome.entry.name, error=outcome.error)
+            ctx.log(events.CONCERN_ERROR, concern=outcome.entry.name, error=outcome.error)
     return verdict
 
 
 def _record_failure(
     exc: BaseException,
     env: Mapping[str, str],
-    host: Host | None = None,
+    host: HookDialect | None = None,
     payload: dict[str, object] | None = None,
     root: str | None = None,
 ) -> None:
@@ -189,7 +192,7 @@ def _record_failure(
         session = host.session_of(payload) if host is not None and payload is not None else ""
         key = paths.session_key(session) if session else None
         record = state.event(
-            "error",
+            events.ERROR,
             wall_clock(),
             key,
             None,
@@ -202,7 +205,7 @@ def _record_failure(
         pass
 
 
-def _finish(host: Host, answer: Answer | None) -> int:
+def _finish(host: HookDialect, answer: Answer | None) -> int:
     """Write the host's answer (None: allow, silently); a block nobody can read becomes an allow."""
     if answer is None:
         out, err, code = host.IDLE, "", 0

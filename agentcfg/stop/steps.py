@@ -13,6 +13,7 @@ fails for a step). Adding a step is a function here and a line in BEFORE.
 from __future__ import annotations
 
 from agentcfg import claims, controls
+from agentcfg.core import events
 from agentcfg.errors import AgentcfgError
 from agentcfg.fleet import membership
 from agentcfg.stop.dispatch import ConcernTimeout
@@ -54,14 +55,14 @@ def renew_lease(ctx: HookContext, handed: Handed) -> Handed:
     if found is None:
         return handed
     if ctx.member is None:  # a lease on no step of this roadmap never narrows its open work
-        ctx.log("membership-ignored", step=found.step, member_slug=found.slug)
+        ctx.log(events.MEMBERSHIP_IGNORED, step=found.step, member_slug=found.slug)
         return handed
     if ctx.now < found.renewal_due:
         return handed
     try:
         renewed = membership.renew(ctx.ws, found, ctx.now)
     except AgentcfgError as exc:  # git could not be asked: the lease runs as it was
-        ctx.log("error", reason=f"lease renewal: {exc}")
+        ctx.log(events.ERROR, reason=f"lease renewal: {exc}")
         return handed
     return handed if renewed is not None else handed._replace(lease_lost=found.step)
 
@@ -95,5 +96,5 @@ def run_steps(ctx: HookContext, steps: Sequence[Step], handed: Handed = NOTHING)
             raise
         except Exception as exc:
             name = getattr(step, "__name__", "step")
-            ctx.log("error", reason=f"hook step {name}: {type(exc).__name__}: {exc}"[:500])
+            ctx.log(events.ERROR, reason=f"hook step {name}: {type(exc).__name__}: {exc}"[:500])
     return handed

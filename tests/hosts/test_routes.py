@@ -12,7 +12,8 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 
 from agentcfg import install
-from agentcfg.hosts.base import PLUGIN_ENV, settings_hook
+from agentcfg.hosts.base import PLUGIN_ENV
+from agentcfg.hosts.defaults import settings_hook
 from agentcfg.hosts.registry import HOSTS, adapter
 from tests.conftest import FIXTURES, SESSION, fire, fixture_payload, hook_env, run_cli
 from tests.helpers import ledger

@@ -16,7 +16,7 @@ from tests.hosts.shared import NO_WAIT, assistant, write_lines
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from agentcfg.hosts.base import Host
+    from agentcfg.hosts.protocols import HookDialect
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 CAPTURES = {
@@ -24,13 +24,13 @@ CAPTURES = {
     "codex": FIXTURES / "codex-0.169.0" / "transcript.jsonl",
     "gemini": FIXTURES / "gemini-cli-0.61.0" / "transcript.jsonl",
 }
-HOSTS: dict[str, Host] = {"claude": claude, "codex": codex, "gemini": gemini}
+HOSTS: dict[str, HookDialect] = {"claude": claude, "codex": codex, "gemini": gemini}
 # Every model call of the captures reported 10 input and 5 output tokens.
 TWO_CALLS = {"input": 20, "output": 10, "cache_read": 0, "cache_write": 0, "total": 30}
 
 
 def replay(
-    host: Host, source: Path, cuts: list[int], folder: Path, mark: int | None = None
+    host: HookDialect, source: Path, cuts: list[int], folder: Path, mark: int | None = None
 ) -> list[Spent]:
     """Grow a transcript line by line as the host wrote it, and read a fire after each cut."""
     lines = source.read_bytes().splitlines(keepends=True)

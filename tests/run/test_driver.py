@@ -566,3 +566,53 @@ def test_a_run_state_the_host_rewrote_ends_the_run_non_zero(ws: Path, tmp_path: 
     assert result.exit_code == 15
     assert "agentcfg run: halt-state-tampered — roadmap `demo` (exit 15)" in result.output
     assert "complete" not in result.output
+
+
+# --- how the driver reads a host process's end, and the decision after it ---
+
+
+def test_nothing_open_without_a_told_ending_is_re_proved_before_it_completes() -> None:
+    finished = plan.after_host(Progress(starts=1), Ended(0, None, finished=True), NOW, Policy())
+    assert (finished.kind, finished.recorded) == ("reprove", False)
+    told = plan.after_host(Progress(starts=1), Ended(0, "complete"), NOW, Policy())
+    assert (told.kind, told.recorded) == ("reprove", True)
+
+
+def test_a_host_ended_at_until_with_work_open_is_the_drivers_halt() -> None:
+    action = plan.after_host(Progress(starts=1), Ended(None, None, deadline=True), NOW, Policy())
+    assert (action.ending, action.exit_code, action.recorded) == ("halt-until", 11, False)
+    hooks = plan.after_host(Progress(1), Ended(None, "halt-stall", deadline=True), NOW, Policy())
+    assert (hooks.ending, hooks.recorded) == ("halt-stall", True)
+
+
+def test_a_re_proof_decides_complete_or_what_its_failures_allow() -> None:
+    passed = plan.reproved(Progress(1), (), None, True, NOW, Policy())
+    assert (passed.ending, passed.exit_code, passed.recorded) == ("complete", 0, True)
+    mendable = plan.reproved(Progress(1), (("1.2", "exit 1"),), None, False, NOW, Policy())
+    assert (mendable.kind, mendable.reason) == ("start", "reproof")
+    again = plan.reproved(Progress(2, 1), (("1.2", "exit 1"),), (("1.2", "exit 2"),), False,
+                          NOW, Policy())  # fmt: skip
+    assert again.ending == "halt-unproven"
+    untrusted = plan.reproved(Progress(1), (("1.2", "not trusted"),), None, False, NOW, Policy())
+    assert untrusted.ending == "halt-unproven"
+
+
+def test_the_hooks_hand_back_is_its_last_word_on_the_run() -> None:
+    def said(*names: str, run: str = "r1") -> list[dict[str, object]]:
+        return [{"event": name, "run": run} for name in names]
+
+    assert plan.handed_back(said("engage", "handback-question", "verified"), "r1") == (
+        "handback-question"
+    )
+    assert plan.handed_back(said("handback-question", "engage"), "r1") is None
+    assert plan.handed_back(said("stopped", run="r2"), "r1") is None
+    assert plan.handed_back(said("stopped", "marked-done"), "r1") == "stopped"
+
+
+def test_a_session_moved_on_once_the_hook_engaged_it_after_a_closed_step() -> None:
+    engaged = {"event": "engage", "run": "r1"}
+    closed = {"event": "verified", "run": None}
+    assert plan.progressed([closed]) and not plan.progressed([engaged])
+    assert plan.moved_on([engaged, closed, engaged], "r1")
+    assert not plan.moved_on([engaged, closed], "r1")
+    assert not plan.moved_on([closed, {"event": "engage", "run": "r2"}], "r1")

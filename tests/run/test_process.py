@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from agentcfg.core import events
 from tests.conftest import run_cli
 from tests.helpers import ledger
 
@@ -319,3 +320,20 @@ def test_fresh_per_step_lets_no_session_close_a_second_step(host: Host) -> None:
     assert "- [ ] **1.3**" in (host.root / "roadmaps" / "demo.md").read_text()
     said = (host.bin / "claude.log").read_text()
     assert "closes one step" in said, said
+
+
+@pytest.mark.parametrize(
+    ("body", "args", "told"),
+    [
+        (f"{sys.executable} -m agentcfg stop demo >/dev/null\nexit 0", (), events.STOPPED),
+        ("exit 0", ("--max-restarts", "1"), events.HALT_RESTARTS),
+    ],
+    ids=["stopped", "halt-restarts"],
+)
+def test_the_process_exits_with_the_tables_code_for_its_ending(
+    host: Host, body: str, args: tuple[str, ...], told: str
+) -> None:
+    """The exit status a CI job branches on is the events table's code for the ending."""
+    host.script(body)
+    proc = host.run(*args)
+    assert ending(proc) == (told, events.EXIT_CODES[told]), proc.stderr

@@ -12,7 +12,7 @@ from agentcfg import claims, controls, state
 from agentcfg.claims import Claim
 from agentcfg.config import ChainEntry
 from agentcfg.contract import store as contract
-from agentcfg.core import phrases
+from agentcfg.core import events, phrases
 from agentcfg.core.chain import RUN_CONTINUATION
 from agentcfg.core.ladder import TAMPERED, Fire, RunState, decide
 from agentcfg.core.texts import (
@@ -45,7 +45,7 @@ class RunContinuation:
         if ctx.stop is not None:  # a person stopped the run: before any rung of the ladder
             return self._stopped(ctx, ctx.stop)
         if ctx.yielding is not None:  # the driver ends the start here and carries the run on
-            ctx.log("yielded", reason=ctx.yielding)
+            ctx.log(events.YIELDED, reason=ctx.yielding)
             return ALLOW
         scanned = ctx.scan  # None: the claimed roadmap is gone or unreadable
         roadmap = ctx.roadmap
@@ -53,7 +53,7 @@ class RunContinuation:
             return ALLOW
         member = ctx.member  # a fleet member works its leased step alone
         if handed.lease_lost is not None:
-            ctx.log("lease-lost", step=handed.lease_lost)
+            ctx.log(events.LEASE_LOST, step=handed.lease_lost)
             return Verdict("warn", lease_lost(claim.slug, handed.lease_lost), self.name)
         refusal = handed.refusal if handed.refusal and handed.refusal.turn == ctx.turn else None
         refused = refusal.reply if refusal is not None and ctx.turn else None
@@ -91,7 +91,7 @@ class RunContinuation:
             with state.locked(path.with_suffix(".lock")):
                 return self._step(ctx, fire, path, claim)
         except (StateError, OSError) as exc:
-            ctx.log("error", reason=f"run state: {exc}")
+            ctx.log(events.ERROR, reason=f"run state: {exc}")
             return ALLOW
 
     def _step(self, ctx: HookContext, fire: Fire, path: Path, claim: Claim) -> Verdict:
@@ -101,7 +101,7 @@ class RunContinuation:
         run = RunState.fresh(ctx.now)
         found, problem = claims.load_run(path)
         if problem in ("unreadable", contract.TAMPERED):  # told once: replaced by a halted state
-            halt = TAMPERED if problem == contract.TAMPERED else "halt-state-unreadable"
+            halt = TAMPERED if problem == contract.TAMPERED else events.HALT_STATE_UNREADABLE
             halted = run._replace(halted=halt)
             claims.write_run(path, halted)  # OSError: allow, above
             record = f"this session's run state {claims.run_file_shown(ctx.key, claim.slug)}"
@@ -119,7 +119,7 @@ class RunContinuation:
         if after != run:
             claims.write_run(path, after)  # OSError: allow, above
         if decision.cut_short:
-            ctx.log("cut-short", iterations=run.iterations, reply=run.last_reply)
+            ctx.log(events.CUT_SHORT, iterations=run.iterations, reply=run.last_reply)
         if decision.event is None and not decision.block:
             return ALLOW
         usage = spent.usage.to_json() if spent.usage is not None else None
@@ -134,7 +134,7 @@ class RunContinuation:
         if decision.event is not None:
             step = {"step": upcoming.id} if upcoming else {}
             fields = {"iterations": after.iterations, "reply": ctx.reply_key, "tokens": usage}
-            ctx.log("engage", **fields, **step, **_proven(ctx))
+            ctx.log(events.ENGAGE, **fields, **step, **_proven(ctx))
             if upcoming is not None:
                 _checkpoint(ctx, claim.slug, upcoming.id)
         counts = scanned.counts if scanned else None
@@ -156,7 +156,7 @@ class RunContinuation:
 
     def _lost(self, ctx: HookContext, reason: str) -> Verdict:
         """Tell the agent once (its pending claim is spent) that its claim did not bind."""
-        ctx.log("claim-lost", reason=reason, reply=ctx.reply_key)
+        ctx.log(events.CLAIM_LOST, reason=reason, reply=ctx.reply_key)
         from agentcfg.core.visible import visible  # rare: loaded only then
 
         kind = "warn" if ctx.config.mode == "shadow" else "block"
@@ -170,7 +170,7 @@ class RunContinuation:
             first = True  # telling twice beats never telling
         if not first:
             return ALLOW
-        ctx.log("stopped", by=found.by, reply=ctx.reply_key)
+        ctx.log(events.STOPPED, by=found.by, reply=ctx.reply_key)
         return Verdict("warn", stopped(found.slug, found.by), self.name)
 
     def _told(
@@ -184,9 +184,9 @@ class RunContinuation:
     ) -> Verdict:
         """Record an allowing event with the fire's tokens; the verdict carries the line the
         person is told, if any. `record`: the record whose seal failed, for a tampered one."""
-        if event == "halt-contract-changed":
+        if event == events.HALT_CONTRACT_CHANGED:
             changes: list[str] | None = _changes(ctx)
-        elif event == "halt-check-changed":
+        elif event == events.HALT_CHECK_CHANGED:
             changes = list(_refused_checks(ctx, claim.slug))
         else:
             changes = None
@@ -194,7 +194,7 @@ class RunContinuation:
         if event == TAMPERED:
             record = record or ctx.tampered or "a record"
             extra["record"] = record
-        if event == "complete":  # what the proofs show, one word a step (core/evidence.py)
+        if event == events.COMPLETE:  # what the proofs show, one word a step (core/evidence.py)
             record, words = _evidence(ctx, claim.slug)
             extra["evidence"], extra["words"] = record, words
         fields = {"iterations": run.iterations, "reply": ctx.reply_key, "tokens": tokens}

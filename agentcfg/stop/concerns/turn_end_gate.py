@@ -15,7 +15,7 @@ from agentcfg import state
 from agentcfg.config import ChainEntry
 from agentcfg.contract import store as contract
 from agentcfg.contract.model import Change, passed_since
-from agentcfg.core import phrases
+from agentcfg.core import events, phrases
 from agentcfg.core.chain import TURN_END_GATE
 from agentcfg.core.roadmap import Step
 from agentcfg.core.texts import refusal
@@ -76,7 +76,7 @@ class TurnEndGate:
             if on:
                 extra[flag] = True
         quoted = state.ledger_quote(quote, ctx.config.ledger_quotes)
-        ctx.log("refused", detector=detector, quote=quoted, **extra)
+        ctx.log(events.REFUSED, detector=detector, quote=quoted, **extra)
         if ctx.config.mode == "shadow":
             return Verdict("allow", hands=hands)  # recorded as it would have been refused
         slug = ctx.claim.slug if ctx.claim else ""
