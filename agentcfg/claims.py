@@ -90,31 +90,31 @@ class Claim(Record):
             data["max_tokens"] = self.max_tokens
         return data
 
-
-def claim_from_json(data: dict[str, Any]) -> Claim | None:
-    slug, session, at = (
-        data.get("slug"),
-        data.get("session_id"),
-        parse_iso(data.get("claimed_at")),
-    )
-    max_iterations, wall_clock = data.get("max_iterations"), data.get("wall_clock")
-    if not (isinstance(slug, str) and isinstance(session, str) and session and at is not None):
-        return None
-    if max_iterations is not None and not (type(max_iterations) is int and max_iterations > 0):
-        return None
-    if wall_clock is not None and not (isinstance(wall_clock, (int, float)) and wall_clock > 0):
-        return None
-    max_tokens = data.get("max_tokens")
-    if max_tokens is not None and not (type(max_tokens) is int and max_tokens > 0):
-        return None
-    return Claim(
-        slug,
-        session,
-        at,
-        max_iterations,
-        None if wall_clock is None else float(wall_clock),
-        max_tokens,
-    )
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Claim | None:
+        slug, session, at = (
+            data.get("slug"),
+            data.get("session_id"),
+            parse_iso(data.get("claimed_at")),
+        )
+        max_iterations, wall_clock = data.get("max_iterations"), data.get("wall_clock")
+        if not (isinstance(slug, str) and isinstance(session, str) and session and at is not None):
+            return None
+        if max_iterations is not None and not (type(max_iterations) is int and max_iterations > 0):
+            return None
+        if wall_clock is not None and not (isinstance(wall_clock, (int, float)) and wall_clock > 0):
+            return None
+        max_tokens = data.get("max_tokens")
+        if max_tokens is not None and not (type(max_tokens) is int and max_tokens > 0):
+            return None
+        return cls(
+            slug,
+            session,
+            at,
+            max_iterations,
+            None if wall_clock is None else float(wall_clock),
+            max_tokens,
+        )
 
 
 def claims_dir(ws: Workspace) -> Path:
@@ -136,7 +136,7 @@ def run_file_shown(key: str, slug: str) -> str:
 
 def read_claim(ws: Workspace, key: str) -> Claim | None:
     data = state.read_json(claim_path(ws, key))
-    found = claim_from_json(data) if data is not None else None
+    found = Claim.from_json(data) if data is not None else None
     return found if found is not None and found.key == key else None
 
 
@@ -435,6 +435,30 @@ class Pending(Record):
             "inside": self.inside,
         }
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Pending | None:
+        slug, at = data.get("slug"), parse_iso(data.get("claimed_at"))
+        max_iterations, wall_clock = data.get("max_iterations"), data.get("wall_clock")
+        if not isinstance(slug, str) or at is None:
+            return None
+        if max_iterations is not None and type(max_iterations) is not int:
+            return None
+        if wall_clock is not None and not isinstance(wall_clock, (int, float)):
+            return None
+        max_tokens = data.get("max_tokens")
+        if max_tokens is not None and type(max_tokens) is not int:
+            return None
+        return cls(
+            "",
+            slug,
+            at,
+            data.get("force") is True,
+            max_iterations,
+            wall_clock,
+            max_tokens,
+            data.get("inside") is True,
+        )
+
 
 PENDING_LIMIT = 1000  # pending files read by `stop --all`; tokens a turn end looks up
 _TOKEN = re.escape(TOKEN_PREFIX.encode()) + rb"[0-9a-f]{16}"  # compiled when first used
@@ -508,34 +532,10 @@ def clean_pending(ws: Workspace, now: float) -> int:
     return removed
 
 
-def _pending_from_json(data: dict[str, Any]) -> Pending | None:
-    slug, at = data.get("slug"), parse_iso(data.get("claimed_at"))
-    max_iterations, wall_clock = data.get("max_iterations"), data.get("wall_clock")
-    if not isinstance(slug, str) or at is None:
-        return None
-    if max_iterations is not None and type(max_iterations) is not int:
-        return None
-    if wall_clock is not None and not isinstance(wall_clock, (int, float)):
-        return None
-    max_tokens = data.get("max_tokens")
-    if max_tokens is not None and type(max_tokens) is not int:
-        return None
-    return Pending(
-        "",
-        slug,
-        at,
-        data.get("force") is True,
-        max_iterations,
-        wall_clock,
-        max_tokens,
-        data.get("inside") is True,
-    )
-
-
 def _read_pending(path: Path, now: float) -> Pending | None:
     """A live pending claim; an expired one is removed, an odd one left for the cleaner."""
     data = state.read_json(path)
-    found = _pending_from_json(data) if data is not None else None
+    found = Pending.from_json(data) if data is not None else None
     if found is not None and not 0 <= now - found.claimed_at < PENDING_WINDOW:
         state.remove(path)
         return None

@@ -14,8 +14,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for every import
     from typing import Any
 
-    from agentcfg.core.roadmap import Counts
-
 
 def load(ws: Workspace, slug: str) -> Roadmap:
     """The parsed roadmap a slug names; RoadmapError if it cannot be read."""
@@ -87,24 +85,6 @@ def _step(fields: list[Any]) -> Step:
     return Step._make((*rest, tuple(tags), tuple(detail), tuple(needs)))
 
 
-def step_json(step: Step | None) -> dict[str, Any] | None:
-    if step is None:
-        return None
-    return {
-        "id": step.id,
-        "label": step.label or None,
-        "text": step.text,
-        "verify": step.verify,
-        "line": step.line,
-        "in_progress": step.started,
-    }
-
-
-def counts_json(counts: Counts) -> dict[str, int]:
-    """Each count by its name: open, blocked, done, deferred, cancelled."""
-    return counts._asdict()
-
-
 def status(slug: str, roadmap: Roadmap) -> dict[str, Any]:
     """The `roadmap status --json` shape."""
     result = scan(roadmap)
@@ -112,13 +92,13 @@ def status(slug: str, roadmap: Roadmap) -> dict[str, Any]:
     return {
         "slug": slug,
         "mode": roadmap.mode or DEFAULT_MODE,
-        **counts_json(result.counts),
-        "next": step_json(result.next),
+        **result.counts.to_json(),
+        "next": result.next.to_json() if result.next else None,
         "order": roadmap.order,
         "ready": [step.id for step in found.ready],
         "waiting": waits_json(found.waiting),
         "phases": [
-            {"id": phase.id, "title": phase.title, **counts_json(counts)}
+            {"id": phase.id, "title": phase.title, **counts.to_json()}
             for phase, counts in result.phases
         ],
     }

@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 from agentcfg import state
 from agentcfg.core import events
+from agentcfg.core.times import wall_clock
 from agentcfg.workspace import Workspace
 
 TYPE_CHECKING = False
@@ -140,7 +140,7 @@ def record_error(folder: Path, record: Mapping[str, Any], error: str) -> None:
         folder,
         state.event(
             events.NOTIFY_ERROR,
-            time.time(),
+            wall_clock(),
             record.get("run"),
             record.get("slug"),
             host=record.get("host"),

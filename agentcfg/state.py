@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from agentcfg.core.times import iso
+from agentcfg.core.times import iso, wall_clock
 from agentcfg.errors import StateError
 from agentcfg.paths import LEDGER_NAME, STATE
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
     from typing import Any, BinaryIO
 
 STATE_FILE_LIMIT = 1024 * 1024
-# a file that grows with a roadmap's steps (a run's contract, the proofs, the gate's marks):
+# a file that grows with a roadmap's steps (a run's contract, the gate's marks):
 # a contract of 50,000 steps fits, and the hook reads one this size well within its time budget
 # (docs/architecture.md, section 6; `make bench` measures it)
 RECORD_LIMIT = 8 * 1024 * 1024
@@ -142,7 +142,7 @@ def _clean_stale(path: Path) -> None:
         names = os.listdir(path.parent)
     except OSError:
         return
-    prefix, now = f".{path.name}.", time.time()
+    prefix, now = f".{path.name}.", wall_clock()
     for name in names:
         middle = name[len(prefix) : -len(".tmp")]
         if not (name.startswith(prefix) and name.endswith(".tmp") and len(middle) == 12):

@@ -27,7 +27,7 @@ from agentcfg.contract.model import judge
 from agentcfg.core import events
 from agentcfg.core.report import FLEET_EVENTS, TOKENS_LIMIT, Fleet, Folder, Run, settle
 from agentcfg.core.roadmap import Roadmap, clip, scan
-from agentcfg.core.times import format_duration, iso, parse_iso
+from agentcfg.core.times import format_duration, iso, parse_iso, wall_clock
 from agentcfg.core.visible import visible
 from agentcfg.errors import RoadmapError
 from agentcfg.paths import CLAIMS, CONTRACTS, RECEIPTS, RUNS, STOPS
@@ -225,7 +225,7 @@ def _proven(ws: Workspace, claim: claims.Claim, roadmap: Roadmap) -> tuple[int, 
     found, _problem = contract.read(ws, claim.key, claim.slug)
     if found is None:
         return None
-    judged = judge(found, roadmap, contract.read_receipts(ws, claim.slug), time.time())
+    judged = judge(found, roadmap, contract.read_receipts(ws, claim.slug), wall_clock())
     return judged.proven, judged.total
 
 
@@ -419,7 +419,7 @@ def frame(ws: Workspace, env: Mapping[str, str], now: float, width: int | None =
 def follow(
     ws: Workspace,
     env: Mapping[str, str],
-    clock: Callable[[], float] = time.time,
+    clock: Callable[[], float] = wall_clock,
     interval: float = 0.5,
     sleep: Callable[[float], None] = time.sleep,
     read: Callable[[Workspace, Mapping[str, str], LedgerTail, float], list[RunView]] = snapshot,

@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from agentcfg.core.times import wall_clock
 from agentcfg.core.visible import visible
 from agentcfg.workspace import Workspace, find_root
 
@@ -24,7 +25,7 @@ class Clock:
     """The time commands act at and how they wait: the system's, unless the CLI is invoked
     with another as its context object (`cli.main(obj=Clock(...))`, as tests pin the time)."""
 
-    now: Callable[[], float] = time.time
+    now: Callable[[], float] = wall_clock
     sleep: Callable[[float], None] = time.sleep
 
 

@@ -12,7 +12,7 @@ import click
 
 from agentcfg import loading
 from agentcfg.agents import agent_session, require_person
-from agentcfg.commands import bar, emit_json, json_option, now, say, workspace
+from agentcfg.commands import bar, clock, emit_json, json_option, now, say, workspace
 from agentcfg.contract import audit, finals, reprove, verify
 from agentcfg.contract.verify import VerifyResult
 from agentcfg.core.evidence import baseline_line, baseline_total, summary
@@ -156,18 +156,6 @@ def _verify_line(result: VerifyResult) -> str:
     return shown + (f", evidence: {result.evidence}" if result.evidence else "")
 
 
-def _verify_json(result: VerifyResult) -> dict[str, Any]:
-    return {
-        "step": result.step,
-        "command": result.command,
-        "exit_code": result.exit_code,
-        "passed": result.passed,
-        "timed_out": result.exit_code is None,
-        "duration": round(result.duration, 3),
-        "evidence": result.evidence or None,
-    }
-
-
 def _baseline_line(step: Step, result: VerifyResult) -> None:
     say(baseline_line(step.name, result.exit_code, result.duration))
 
@@ -205,7 +193,7 @@ def verify_command(
             ws, slug, os.environ, now=now(), changed=reprove.guarded(ws, slug, os.environ)
         )
         if as_json:
-            emit_json(_reproof_json(found))
+            emit_json(found.to_json())
         else:
             _show_reproof(found)
         if not found.ok:
@@ -216,19 +204,19 @@ def verify_command(
             raise click.UsageError("--baseline runs every open step's verify line: name none")
         taken, untrusted = verify.take_baseline(
             ws, slug, os.environ, every=True,
-            echo=(lambda step, result: None) if as_json else _baseline_line,
+            echo=(lambda step, result: None) if as_json else _baseline_line, clock=clock().now,
         )  # fmt: skip
         if as_json:
-            emit_json([_verify_json(r) for r in taken])
+            emit_json([r.to_json() for r in taken])
         else:
             say(baseline_total(slug, [(r.exit_code, r.duration) for r in taken], untrusted))
         if untrusted:
             raise SystemExit(1)
         return
     echo = (lambda step: None) if as_json else _streamed
-    results = verify.verify_steps(ws, slug, steps, os.environ, echo)
+    results = verify.verify_steps(ws, slug, steps, os.environ, echo, clock().now)
     if as_json:
-        emit_json([_verify_json(r) for r in results])
+        emit_json([r.to_json() for r in results])
     elif not results:
         say(f"no open step of `{slug}` has a verify line")
     else:
@@ -251,7 +239,7 @@ def done_command(slug: str, step_query: str, no_verify: bool) -> None:
     # a fleet member closes its own leased step only, and no one a step another member leases
     step_id = verify.find_step(loading.load(ws, slug), step_query).id
     fleet.require_lease(ws, slug, step_id, os.environ, now())
-    outcome = verify.done(ws, slug, step_query, os.environ, no_verify)
+    outcome = verify.done(ws, slug, step_query, os.environ, no_verify, clock().now)
     step, result = outcome.step, outcome.result
     if result is not None and not result.passed:
         say(f"verify line of step {step.name} failed: {step.verify}", err=True)
@@ -305,18 +293,6 @@ def _show_reproof(found: reprove.Reproof) -> None:
         )
 
 
-def _reproof_json(found: reprove.Reproof) -> dict[str, Any]:
-    return {
-        "slug": found.slug,
-        "ok": found.ok,
-        "passed": list(found.passed),
-        "failed": [{"step": step, "reason": why} for step, why in found.failed],
-        "reopened": list(found.reopened),
-        "seconds": round(found.seconds, 3),
-        "commands": found.commands,
-    }
-
-
 @roadmap.command("audit")
 @click.argument("slug")
 @click.option("--rerun", is_flag=True, help="Run the trusted verify lines of proven steps again.")
@@ -329,7 +305,7 @@ def audit_command(slug: str, rerun: bool, as_json: bool) -> None:
     """
     found = audit.audit(workspace(), slug, os.environ, rerun)
     if as_json:
-        emit_json(audit.to_json(found))
+        emit_json(found.to_json())
     else:
         _show_audit(found)
     if not found.ok:

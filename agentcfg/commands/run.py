@@ -244,7 +244,7 @@ def _baseline(ws: Workspace, slug: str, as_json: bool) -> None:
     """Each open step's check once before the work."""
     taken, untrusted = verify.take_baseline(ws, slug, os.environ, echo=lambda step, result: say(
         baseline_line(step.name, result.exit_code, result.duration), err=as_json
-    ))  # fmt: skip
+    ), clock=clock().now)  # fmt: skip
     if taken or untrusted:
         ran = [(r.exit_code, r.duration) for r in taken]
         say(baseline_total(ws.canonical(slug), ran, untrusted), err=as_json)

@@ -79,6 +79,33 @@ class Audit:
     def ok(self) -> bool:
         return not self.tampered and all(row.ok for row in self.rows)
 
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "slug": self.slug,
+            "ok": self.ok,
+            "contracts": self.contracts,
+            "tampered": list(self.tampered),
+            "from_history": self.history,
+            "counts": {s: sum(r.status == s for r in self.rows) for s in STATUSES},
+            "evidence": {w: sum(r.evidence == w for r in self.rows) for w in WORDS},
+            "steps": [
+                {
+                    "step": r.step.id,
+                    "label": r.step.label or None,
+                    "mark": r.step.mark,
+                    "status": r.status,
+                    "contracted": r.contracted,
+                    "evidence": r.evidence,
+                    "receipt": r.receipt,
+                    "refuted": r.refuted,
+                    "rerun": None
+                    if r.rerun is None
+                    else {"exit_code": r.rerun.exit_code, "passed": r.rerun.passed},
+                }
+                for r in self.rows
+            ],
+        }
+
 
 def audit(ws: Workspace, slug: str, env: Mapping[str, str], rerun: bool = False) -> Audit:
     slug = ws.canonical(slug)
@@ -137,7 +164,7 @@ def _receipts(
         # here as the branch's history holds it (a reviewer's clone has another key)
         final = finals.read_final(ws, slug, sealed=False)
     items = finals.as_receipts(final) + items
-    read = ((contract.receipt_of(item), item) for item in items)
+    read = ((Receipt.from_json(item), item) for item in items)
     return [(r, item) for r, item in read if r is not None]
 
 
@@ -190,31 +217,3 @@ def _in_history(ws: Workspace, rows: list[Row]) -> list[Row]:
 def _ancestor(ws: Workspace, head: str) -> bool:
     found = verify.git(ws.root, "merge-base", "--is-ancestor", head, "HEAD")
     return found is None or found.returncode == 0  # git cannot tell: not held against it
-
-
-def to_json(found: Audit) -> dict[str, Any]:
-    return {
-        "slug": found.slug,
-        "ok": found.ok,
-        "contracts": found.contracts,
-        "tampered": list(found.tampered),
-        "from_history": found.history,
-        "counts": {s: sum(r.status == s for r in found.rows) for s in STATUSES},
-        "evidence": {w: sum(r.evidence == w for r in found.rows) for w in WORDS},
-        "steps": [
-            {
-                "step": r.step.id,
-                "label": r.step.label or None,
-                "mark": r.step.mark,
-                "status": r.status,
-                "contracted": r.contracted,
-                "evidence": r.evidence,
-                "receipt": r.receipt,
-                "refuted": r.refuted,
-                "rerun": None
-                if r.rerun is None
-                else {"exit_code": r.rerun.exit_code, "passed": r.rerun.passed},
-            }
-            for r in found.rows
-        ],
-    }

@@ -37,6 +37,22 @@ class Proved(Record):
     passed: bool
     reason: str = ""  # why it failed: "exit 1", "open", "check changed: <files>", ...
 
+    def to_json(self) -> dict[str, Any]:
+        return self._asdict()
+
+    @classmethod
+    def from_json(cls, item: object) -> Proved | None:
+        if not isinstance(item, dict):
+            return None
+        step, text, command, passed, reason = (
+            item.get(k) for k in ("step", "text", "command", "passed", "reason")
+        )
+        if not (isinstance(step, str) and isinstance(text, str) and isinstance(passed, bool)):
+            return None
+        if not (isinstance(command, (str, type(None))) and isinstance(reason, str)):
+            return None
+        return cls(step, text, command, passed, reason)
+
 
 class Final(Record):
     slug: str
@@ -48,6 +64,37 @@ class Final(Record):
     @property
     def passed(self) -> bool:
         return all(p.passed for p in self.steps)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": VERSION,
+            "slug": self.slug,
+            "at": iso_ms(self.at),
+            "seconds": round(self.seconds, 3),
+            "passed": self.passed,
+            "roadmap": self.roadmap,
+            "steps": [p.to_json() for p in self.steps],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Final | None:
+        """The record from its body (version and seal checked by its reader); None when
+        anything has the wrong shape."""
+        slug, at, seconds, digest, listed = (
+            data.get("slug"),
+            parse_iso(data.get("at")),
+            data.get("seconds"),
+            data.get("roadmap"),
+            data.get("steps"),
+        )
+        if not isinstance(slug, str) or at is None or not isinstance(digest, str):
+            return None
+        if not isinstance(seconds, (int, float)) or not isinstance(listed, list):
+            return None
+        steps = tuple(p for p in map(Proved.from_json, listed) if p is not None)
+        if len(steps) != len(listed):
+            return None
+        return cls(slug, at, float(seconds), digest, steps)
 
 
 def path_of(ws: Workspace, slug: str) -> Path:
@@ -70,22 +117,10 @@ def roadmap_digest(roadmap: Roadmap) -> str:
 
 
 def write_final(ws: Workspace, final: Final) -> None:
-    body = to_json(final)
+    body = final.to_json()
     state.write_json(
         path_of(ws, final.slug), {**body, seal.FIELD: seal.sign(FINALS, final.slug, body)}
     )
-
-
-def to_json(final: Final) -> dict[str, Any]:
-    return {
-        "version": VERSION,
-        "slug": final.slug,
-        "at": iso_ms(final.at),
-        "seconds": round(final.seconds, 3),
-        "passed": final.passed,
-        "roadmap": final.roadmap,
-        "steps": [p._asdict() for p in final.steps],
-    }
 
 
 def read_final(ws: Workspace, slug: str, sealed: bool = True) -> Final | None:
@@ -97,36 +132,7 @@ def read_final(ws: Workspace, slug: str, sealed: bool = True) -> Final | None:
     body = {k: v for k, v in data.items() if k != seal.FIELD}
     if sealed and not seal.check(FINALS, slug, body, data.get(seal.FIELD)):
         return None
-    at, seconds, digest, listed = (
-        parse_iso(data.get("at")),
-        data.get("seconds"),
-        data.get("roadmap"),
-        data.get("steps"),
-    )
-    if at is None or not isinstance(seconds, (int, float)) or not isinstance(digest, str):
-        return None
-    if not isinstance(listed, list):
-        return None
-    steps = []
-    for item in listed:
-        proved = _proved(item)
-        if proved is None:
-            return None
-        steps.append(proved)
-    return Final(slug, at, float(seconds), digest, tuple(steps))
-
-
-def _proved(item: object) -> Proved | None:
-    if not isinstance(item, dict):
-        return None
-    step, text, command, passed, reason = (
-        item.get(k) for k in ("step", "text", "command", "passed", "reason")
-    )
-    if not (isinstance(step, str) and isinstance(text, str) and isinstance(passed, bool)):
-        return None
-    if not (isinstance(command, (str, type(None))) and isinstance(reason, str)):
-        return None
-    return Proved(step, text, command, passed, reason)
+    return Final.from_json(body)
 
 
 def covers(final: Final | None, contract: Contract | None, roadmap: Roadmap) -> bool:

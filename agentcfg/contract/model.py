@@ -55,6 +55,63 @@ class Contract(Record):
     def autonomous(self) -> bool:
         return self.mode == "autonomous"
 
+    def to_json(self) -> dict[str, Any]:
+        """The record's body: each step a list `[id, text, verify, blocked, since]`, `since` null
+        when the step joined as the run began (most do), so a record stays near 100 bytes a step."""
+        from agentcfg.core.times import iso_ms
+
+        started = self.started_at
+        return {
+            "mode": self.mode,
+            "started_at": iso_ms(started),
+            "steps": [
+                [t.id, t.text, t.verify, t.blocked, None if t.since == started else iso_ms(t.since)]
+                for t in self.terms
+            ],
+            "warned": list(self.warned),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Contract | None:
+        """A contract from its JSON, or None when anything has the wrong shape. A step written by
+        an earlier version, an object of named fields, reads the same."""
+        from agentcfg.core.times import parse_iso
+
+        mode, started, steps, warned = (
+            data.get("mode"),
+            parse_iso(data.get("started_at")),
+            data.get("steps"),
+            data.get("warned"),
+        )
+        if not (isinstance(mode, (str, type(None))) and started is not None):
+            return None
+        if not (isinstance(steps, list) and isinstance(warned, list)):
+            return None
+        if not all(isinstance(w, str) for w in warned):
+            return None
+        terms: list[Term] = []
+        for item in steps:
+            if isinstance(item, dict):
+                ident, text, verify, blocked = (
+                    item.get(k) for k in ("id", "text", "verify", "blocked")
+                )
+                since = parse_iso(item.get("since"))
+            elif isinstance(item, list) and len(item) == 5:
+                ident, text, verify, blocked, joined = item
+                since = started if joined is None else parse_iso(joined)
+            else:
+                return None
+            if not (
+                since is not None
+                and isinstance(ident, str)
+                and isinstance(text, str)
+                and isinstance(verify, (str, type(None)))
+                and isinstance(blocked, bool)
+            ):
+                return None
+            terms.append(Term(ident, text, verify, blocked, since))
+        return cls(mode, started, tuple(terms), tuple(warned))
+
 
 class Receipt(Record):
     """What a passing verify line (or a step with none) left behind for one step."""
@@ -71,6 +128,22 @@ class Receipt(Record):
         """Its verify line exited 0, or the step has none: nothing to run, the tick is the proof
         (a re-proof's receipt that failed says so whatever the step has)."""
         return self.exit_code == 0 or (self.command is None and not self.final)
+
+    @classmethod
+    def from_json(cls, item: object) -> Receipt | None:
+        """A receipt from a line of state/receipts (its seal taken off); None when anything
+        has the wrong shape."""
+        from agentcfg.core.times import parse_iso
+
+        if not isinstance(item, dict):
+            return None
+        at = parse_iso(item.get("at"))
+        step, text, command, code = (item.get(k) for k in ("step", "text", "command", "exit_code"))
+        if at is None or not (isinstance(step, str) and isinstance(text, str)):
+            return None
+        if not isinstance(command, (str, type(None))) or not (code is None or type(code) is int):
+            return None
+        return cls(step, text, command, code, at, item.get("final") is True)
 
 
 class Change(Record):
@@ -140,6 +213,12 @@ def deciding(
         if r.step in ids and r.text == text and r.command == command and r.at >= since:
             found = r
     return found
+
+
+def passed_since(receipts: tuple[Receipt, ...], step: str, since: float) -> bool:
+    """Whether a receipt of this step (by its id) made at or after `since` passed: the gate's
+    question of a step ticked since its previous fire, whatever its text or verify line."""
+    return any(r.step == step and r.passed and r.at >= since for r in receipts)
 
 
 def by_text(receipts: tuple[Receipt, ...]) -> dict[str, tuple[Receipt, ...]]:
@@ -247,64 +326,3 @@ def _change(term: Term, step: Step | None, hashes: dict[int, str]) -> Change | N
 
 def grown(contract: Contract, joining: tuple[Term, ...]) -> Contract:
     return contract._replace(terms=contract.terms + joining)
-
-
-# -- the record's JSON ------------------------------------------------------------------------
-
-
-def to_json(contract: Contract) -> dict[str, Any]:
-    """The record's body: each step a list `[id, text, verify, blocked, since]`, `since` null
-    when the step joined as the run began (most do), so a record stays near 100 bytes a step."""
-    from agentcfg.core.times import iso_ms
-
-    started = contract.started_at
-    return {
-        "mode": contract.mode,
-        "started_at": iso_ms(started),
-        "steps": [
-            [t.id, t.text, t.verify, t.blocked, None if t.since == started else iso_ms(t.since)]
-            for t in contract.terms
-        ],
-        "warned": list(contract.warned),
-    }
-
-
-def from_json(data: dict[str, Any]) -> Contract | None:
-    """A contract from its JSON, or None when anything has the wrong shape. A step written by
-    an earlier version, an object of named fields, reads the same."""
-    from agentcfg.core.times import parse_iso
-
-    mode, started, steps, warned = (
-        data.get("mode"),
-        parse_iso(data.get("started_at")),
-        data.get("steps"),
-        data.get("warned"),
-    )
-    if not (isinstance(mode, (str, type(None))) and started is not None):
-        return None
-    if not (isinstance(steps, list) and isinstance(warned, list)):
-        return None
-    if not all(isinstance(w, str) for w in warned):
-        return None
-    terms: list[Term] = []
-    for item in steps:
-        if isinstance(item, dict):
-            ident, text, verify, blocked = (
-                item.get(k) for k in ("id", "text", "verify", "blocked")
-            )
-            since = parse_iso(item.get("since"))
-        elif isinstance(item, list) and len(item) == 5:
-            ident, text, verify, blocked, joined = item
-            since = started if joined is None else parse_iso(joined)
-        else:
-            return None
-        if not (
-            since is not None
-            and isinstance(ident, str)
-            and isinstance(text, str)
-            and isinstance(verify, (str, type(None)))
-            and isinstance(blocked, bool)
-        ):
-            return None
-        terms.append(Term(ident, text, verify, blocked, since))
-    return Contract(mode, started, tuple(terms), tuple(warned))

@@ -58,6 +58,17 @@ class Reproof:
         line = f"re-proof {self.steps} {noun} in {self.seconds:.1f} s"
         return line + (f", {len(self.failed)} failed" if self.failed else "")
 
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "slug": self.slug,
+            "ok": self.ok,
+            "passed": list(self.passed),
+            "failed": [{"step": step, "reason": why} for step, why in self.failed],
+            "reopened": list(self.reopened),
+            "seconds": round(self.seconds, 3),
+            "commands": self.commands,
+        }
+
 
 def guarded(ws: Workspace, slug: str, env: Mapping[str, str]) -> Changed:
     """`changed` as the commands pass it: the guarded files of a step's check that changed
@@ -131,7 +142,7 @@ def reprove(
     ids = contracted(ws, slug, roadmap)
     steps = [s for s in roadmap.steps if s.id in ids and (only is None or s.id in only)]
     stored = _stored(ws, slug, branch)
-    receipts = tuple(r for r in map(contract.receipt_of, stored) if r is not None)
+    receipts = tuple(r for r in map(Receipt.from_json, stored) if r is not None)
     known = _trusted(ws, slug, env)
     timeout = load_config(ws, env).verify_timeout
     outcomes: dict[str, tuple[bool, str]] = {}
@@ -141,54 +152,73 @@ def reprove(
             step, ids[step.id], changed, known, receipts, ran, ws.root, timeout, run
         )
     seconds = clock() - started
-    moment = iso_ms(now)
     for step in steps:
-        passed, reason = outcomes[step.id]
-        fields: dict[str, object] = {
-            "step": step.id,
-            "text": text_hash(step.text),
-            "command": command_hash(step.verify),
-            "exit_code": 0 if passed else _code(ran.get(step.verify or "")),
-            "at": moment,
-            "final": True,
-        }
-        if reason:
-            fields["reason"] = reason
-        confirmed = _proof(stored, ids[step.id], fields) if passed else None
+        fields = _final_receipt(step, outcomes[step.id], ran, now)
+        confirmed = _proof(stored, ids[step.id], fields) if outcomes[step.id][0] else None
         if confirmed is not None and "evidence" in confirmed:
             fields["evidence"] = confirmed["evidence"]  # what the proof it confirms showed
         contract.add_receipt(ws, slug, fields, roadmap)
     failed = tuple((s.id, outcomes[s.id][1]) for s in steps if not outcomes[s.id][0])
-    reopened: list[str] = []
-    if reopen:
-        for step_id, _why in failed:
-            step = next(s for s in steps if s.id == step_id)
-            if step.mark == "done":
-                try:
-                    verify.mark_open(ws, slug, step_id)
-                except AgentcfgError:
-                    continue
-                reopened.append(step_id)
-    found = Reproof(
-        slug,
-        tuple(s.id for s in steps if outcomes[s.id][0]),
-        failed,
-        tuple(reopened),
-        seconds,
-        len(ran),
-    )
+    passed = tuple(s.id for s in steps if outcomes[s.id][0])
+    reopened = _reopen(ws, slug, steps, failed) if reopen else ()
+    found = Reproof(slug, passed, failed, reopened, seconds, len(ran))
     after = loading.load(ws, slug)
     key = key if key is not None else verify.run_key(env)  # the driver names its own run
     _log(ws, events.REPROOF, slug, after, now, key, passed=list(found.passed),
          failed=[list(f) for f in failed], seconds=round(seconds, 3), commands=len(ran))  # fmt: skip
     if reopened:
-        _log(ws, events.REPROOF_REOPENED, slug, after, now, key, steps=reopened)
+        _log(ws, events.REPROOF_REOPENED, slug, after, now, key, steps=list(reopened))
     if record:
-        proved = tuple(
-            Proved(s.id, text_hash(s.text), command_hash(s.verify), *outcomes[s.id]) for s in steps
-        )
-        finals.write_final(ws, Final(slug, now, seconds, finals.roadmap_digest(after), proved))
+        finals.write_final(ws, _final(slug, after, steps, outcomes, now, seconds))
     return found
+
+
+def _final(
+    slug: str,
+    roadmap: Roadmap,
+    steps: list[Step],
+    outcomes: dict[str, tuple[bool, str]],
+    now: float,
+    seconds: float,
+) -> Final:
+    """The roadmap's final record: each re-proven step's outcome, on the roadmap as it ends."""
+    proved = tuple(
+        Proved(s.id, text_hash(s.text), command_hash(s.verify), *outcomes[s.id]) for s in steps
+    )
+    return Final(slug, now, seconds, finals.roadmap_digest(roadmap), proved)
+
+
+def _final_receipt(
+    step: Step, outcome: tuple[bool, str], ran: dict[str, VerifyResult], now: float
+) -> dict[str, object]:
+    """The receipt of one step's outcome in the re-proof, marked `final`."""
+    passed, reason = outcome
+    fields: dict[str, object] = {
+        "step": step.id,
+        "text": text_hash(step.text),
+        "command": command_hash(step.verify),
+        "line": step.verify,
+        "exit_code": 0 if passed else _code(ran.get(step.verify or "")),
+        "at": iso_ms(now),
+        "final": True,
+    }
+    return {**fields, "reason": reason} if reason else fields
+
+
+def _reopen(
+    ws: Workspace, slug: str, steps: list[Step], failed: tuple[tuple[str, str], ...]
+) -> tuple[str, ...]:
+    """Untick the failed steps that are ticked; those the roadmap no longer lets be are left."""
+    reopened: list[str] = []
+    for step_id, _why in failed:
+        step = next(s for s in steps if s.id == step_id)
+        if step.mark == "done":
+            try:
+                verify.mark_open(ws, slug, step_id)
+            except AgentcfgError:
+                continue
+            reopened.append(step_id)
+    return tuple(reopened)
 
 
 def _outcome(

@@ -1,5 +1,6 @@
 """The run's contract on disk: one record per run under state/contracts/, and the receipts of a
-roadmap's steps under state/receipts/ (the ledger's `verified` events, indexed for the hook).
+roadmap's steps under state/receipts/ (the ledger's `verified` events with the verify line and
+when it passed, indexed for the hook: one record of each pass, for the contract and the gate).
 
 The record carries a digest of its own content: a record edited by hand, like one that is
 missing or unreadable, is named as such and halts the run. The record and each receipt are
@@ -29,16 +30,14 @@ from agentcfg.contract.model import (
     baseline,
     by_text,
     command_hash,
-    from_json,
     grown,
     proven,
     text_hash,
-    to_json,
 )
 from agentcfg.core.digest import sha256_hex
 from agentcfg.core.times import parse_iso
 from agentcfg.errors import StateError
-from agentcfg.paths import CONTRACTS, RECEIPTS, STATE
+from agentcfg.paths import CONTRACTS, PROOFS, RECEIPTS, STATE
 from agentcfg.workspace import Workspace
 
 TYPE_CHECKING = False
@@ -52,7 +51,7 @@ if TYPE_CHECKING:  # typing is not loaded at run time: the stop hook pays for ev
 VERSION = 2  # 2: compact, each step a list; a record of version 1 is read the same
 READABLE = (1, 2)
 RECEIPTS_KEPT = 1000  # receipts of texts and verify lines nothing holds any more: the newest
-# a receipt takes about 390 bytes: one each for some 60,000 steps, the hook reads them in time
+# a receipt takes about 400 bytes and its verify line: one each for some 50,000 steps, read in time
 RECEIPTS_LIMIT = 3 * state.RECORD_LIMIT
 TAMPERED = "tampered"  # a record whose seal is missing or wrong
 
@@ -80,7 +79,7 @@ def read(ws: Workspace, key: str, slug: str) -> tuple[Contract | None, str]:
     body = data.get("contract") if data is not None else None
     if not isinstance(body, dict) or data is None or data.get("version") not in READABLE:
         return None, "unreadable"
-    found = from_json(body)
+    found = Contract.from_json(body)
     if found is None:
         return None, "unreadable"
     if data.get("digest") != _digest(body) or data.get("slug") != slug:
@@ -91,7 +90,7 @@ def read(ws: Workspace, key: str, slug: str) -> tuple[Contract | None, str]:
 
 
 def write(ws: Workspace, key: str, slug: str, contract: Contract) -> None:
-    body = to_json(contract)
+    body = contract.to_json()
     record = {
         "version": VERSION,
         "slug": slug,
@@ -242,7 +241,7 @@ def read_receipts(ws: Workspace, slug: str) -> tuple[Receipt, ...]:
 def load_receipts(ws: Workspace, slug: str) -> tuple[tuple[Receipt, ...], tuple[object, ...]]:
     """The roadmap's receipts whose seal holds, and the lines whose seal is missing or wrong."""
     good, bad = sealed_receipts(ws, slug)
-    return tuple(r for r in map(receipt_of, good) if r), tuple(bad)
+    return tuple(r for r in map(Receipt.from_json, good) if r), tuple(bad)
 
 
 def sealed_receipts(ws: Workspace, slug: str) -> tuple[list[dict[str, Any]], list[object]]:
@@ -277,17 +276,17 @@ def refused(slug: str, bad: tuple[object, ...] | list[object]) -> str:
     return f"{lines} in {STATE}/{RECEIPTS}/{slug}.json (step {steps})"
 
 
-def receipt_of(item: object) -> Receipt | None:
-    """One receipt from its JSON; None when anything has the wrong shape."""
-    if not isinstance(item, dict):
-        return None
-    at = parse_iso(item.get("at"))
-    step, text, command, code = (item.get(k) for k in ("step", "text", "command", "exit_code"))
-    if at is None or not (isinstance(step, str) and isinstance(text, str)):
-        return None
-    if not isinstance(command, (str, type(None))) or not (code is None or type(code) is int):
-        return None
-    return Receipt(step, text, command, code, at, item.get("final") is True)
+def proven_before(ws: Workspace, slug: str, step: str, since: float) -> bool:
+    """Whether state/proofs/<slug>.json says the step's verify line passed at or after `since`.
+
+    Versions before receipts held every proof wrote there, beside each receipt, when each step's
+    verify line last passed; nothing writes it now. It is not sealed: the gate alone reads it,
+    as those versions did, for a step ticked since its previous fire that no receipt answers.
+    It never becomes a receipt, nor closes a step of a run's contract."""
+    path = ws.state / PROOFS / f"{slug}.json"
+    proof = (state.read_json(path, limit=state.RECORD_LIMIT) or {}).get(step)
+    at = parse_iso(proof.get("passed_at")) if isinstance(proof, dict) else None
+    return at is not None and at >= since
 
 
 def add_receipt(ws: Workspace, slug: str, fields: dict[str, Any], roadmap: Roadmap) -> None:

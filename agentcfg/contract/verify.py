@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from agentcfg import loading, state
 from agentcfg.contract import evidence, guard, trust
@@ -22,6 +23,7 @@ from agentcfg.core import events
 from agentcfg.core.evidence import EXPLAINED
 from agentcfg.core.roadmap import Roadmap, Step
 from agentcfg.core.suggest import did_you_mean
+from agentcfg.core.times import iso_ms, wall_clock
 from agentcfg.errors import CheckChangedError, ClaimError, RoadmapError, StepError
 from agentcfg.paths import LOCKS
 from agentcfg.workspace import Workspace
@@ -50,6 +52,17 @@ class VerifyResult:
     @property
     def passed(self) -> bool:
         return self.exit_code == 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "command": self.command,
+            "exit_code": self.exit_code,
+            "passed": self.passed,
+            "timed_out": self.exit_code is None,
+            "duration": round(self.duration, 3),
+            "evidence": self.evidence or None,
+        }
 
 
 def find_step(roadmap: Roadmap, query: str) -> Step:
@@ -269,6 +282,7 @@ def line_span(data: bytes, number: int) -> tuple[int, int]:
 
 
 Echo = Callable[[str], None]
+Clock = Callable[[], float]  # the wall clock, read when a verify run ends (core/times.py)
 
 
 NOT_RECORDED = "the files it reads (trusted before agentcfg recorded them)"
@@ -294,7 +308,12 @@ def changed_checks(
 
 
 def refuse_changed(
-    ws: Workspace, slug: str, roadmap: Roadmap, step: Step, env: Mapping[str, str]
+    ws: Workspace,
+    slug: str,
+    roadmap: Roadmap,
+    step: Step,
+    env: Mapping[str, str],
+    clock: Clock = wall_clock,
 ) -> None:
     """CheckChangedError when the step's check changed since trust; the refusal is logged and
     remembered for the stop hook, which halts the run at the next turn end."""
@@ -302,7 +321,7 @@ def refuse_changed(
     if not files:
         guard.forget_refusal(ws, slug, step.id)
         return
-    now = time.time()
+    now = clock()
     guard.remember_refusal(ws, slug, step, files, now)
     log(ws, events.CHECK_CHANGED, slug, roadmap, env, now, step=step.id, files=list(files))
     raise CheckChangedError(slug, step.name, files)
@@ -321,19 +340,16 @@ def prove(
     step: Step,
     env: Mapping[str, str],
     echo: Echo | None = None,
+    clock: Clock = wall_clock,
 ) -> VerifyResult:
     """Run one step's verify line after its check is found as trusted; record the `verified`
-    event and, when it passes, the proof and the step's receipt."""
-    from agentcfg.contract import proofs
-
-    refuse_changed(ws, slug, roadmap, step, env)
+    event and, when it passes, the step's receipt."""
+    refuse_changed(ws, slug, roadmap, step, env, clock)
     result = run(step, ws.root, _timeout(ws, env), echo)
     if result.passed:
         result = dataclasses.replace(result, evidence=evidence.grade(ws, slug, step, env))
     counts = result.passed and _enough(ws, slug, env, result.evidence)
-    receipt(ws, slug, roadmap, step, env, result, counts)
-    if counts:
-        proofs.record(ws, slug, step.id, result.command, time.time())
+    receipt(ws, slug, roadmap, step, env, result, counts, clock)
     return result
 
 
@@ -345,15 +361,16 @@ def receipt(
     env: Mapping[str, str],
     result: VerifyResult | None,
     counts: bool = True,
+    clock: Clock = wall_clock,
 ) -> dict[str, object] | None:
     """The `verified` event of a verify run (`result`), or of a step with no verify line to
     run; a passing one that `counts` (its evidence is what contract.require asks) is also the
-    step's receipt, which closes it in the run's contract: its fields are returned."""
+    step's receipt, which closes it in the run's contract and answers the gate: its fields
+    are returned, the verify line as it ran (`line`) and when it passed (`at`) among them."""
     from agentcfg.contract import store as contract
     from agentcfg.contract.model import command_hash, text_hash
-    from agentcfg.core.times import iso_ms
 
-    moment = time.time()
+    moment = clock()
     fields: dict[str, object] = {
         "step": step.id,
         "text": text_hash(step.text),
@@ -369,7 +386,7 @@ def receipt(
     log(ws, events.VERIFIED, slug, roadmap, env, moment, **fields, passed=passed, **refused)
     if not (passed and counts):
         return None
-    made = {**fields, "at": iso_ms(moment)}
+    made = {**fields, "line": result.command if result else None, "at": iso_ms(moment)}
     contract.add_receipt(ws, slug, made, roadmap)
     return made
 
@@ -415,6 +432,7 @@ def verify_steps(
     queries: Sequence[str],
     env: Mapping[str, str],
     echo: Callable[[Step], Echo | None] = lambda step: None,
+    clock: Clock = wall_clock,
 ) -> list[VerifyResult]:
     """`roadmap verify`: the named steps (done ones too), else every open step with a line."""
     slug = ws.canonical(slug)
@@ -426,7 +444,7 @@ def verify_steps(
     else:
         chosen = [s for s in roadmap.steps if s.is_open and s.verify]
     trust.require(ws, slug, chosen, env)
-    return [prove(ws, slug, roadmap, step, env, echo(step)) for step in chosen]
+    return [prove(ws, slug, roadmap, step, env, echo(step), clock) for step in chosen]
 
 
 def take_baseline(
@@ -435,6 +453,7 @@ def take_baseline(
     env: Mapping[str, str],
     every: bool = False,
     echo: Callable[[Step, VerifyResult], None] = lambda step, result: None,
+    clock: Clock = wall_clock,
 ) -> tuple[list[VerifyResult], list[str]]:
     """Run the verify line of each open step the baseline lacks (of `every` open step with one)
     once, before the work: no receipt, no box; each result goes to `echo` as it ends. A line
@@ -453,7 +472,7 @@ def take_baseline(
             echo(step, results[-1])
     if results:
         ran = {r.step: (r.command, r.exit_code) for r in results}
-        evidence.record(ws, slug, ran, git_facts(ws.root), time.time())
+        evidence.record(ws, slug, ran, git_facts(ws.root), clock())
     return results, untrusted
 
 
@@ -476,7 +495,12 @@ class Done:
 
 
 def done(
-    ws: Workspace, slug: str, query: str, env: Mapping[str, str], no_verify: bool = False
+    ws: Workspace,
+    slug: str,
+    query: str,
+    env: Mapping[str, str],
+    no_verify: bool = False,
+    clock: Clock = wall_clock,
 ) -> Done:
     """`roadmap done`: run the step's verify line; when it passes, tick exactly its box and
     record the step's receipt.
@@ -502,7 +526,7 @@ def done(
     result = None
     if step.verify and not no_verify:
         trust.require(ws, slug, [step], env)
-        result = prove(ws, slug, roadmap, step, env)
+        result = prove(ws, slug, roadmap, step, env, clock=clock)
         if not result.passed:
             return Done(step, result, marked=False, already=already)
         if not _enough(ws, slug, env, result.evidence):
@@ -514,11 +538,11 @@ def done(
     elif not step.verify:
         if not no_verify:
             require_verify(step, "pass --no-verify to mark it anyway")
-        receipt(ws, slug, roadmap, step, env, None)
+        receipt(ws, slug, roadmap, step, env, None, clock=clock)
     if not already:
         mark_done(ws, slug, step.id, None if result is None else result.command)
         log(
-            ws, events.MARKED_DONE, slug, loading.load(ws, slug), env, time.time(),
+            ws, events.MARKED_DONE, slug, loading.load(ws, slug), env, clock(),
             step=step.id, verified=not no_verify,
         )  # fmt: skip
     return Done(step, result, marked=not already, proven=not step.verify or not no_verify,

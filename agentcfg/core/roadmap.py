@@ -131,6 +131,17 @@ class Step(Record):
     def is_open(self) -> bool:
         return self.mark == "open" and not self.blocked
 
+    def to_json(self) -> dict[str, Any]:
+        """The step as `roadmap status --json` shows it."""
+        return {
+            "id": self.id,
+            "label": self.label or None,
+            "text": self.text,
+            "verify": self.verify,
+            "line": self.line,
+            "in_progress": self.started,
+        }
+
 
 class Roadmap(Record):
     mode: str | None  # the raw execution.mode, None when absent or unreadable
@@ -155,6 +166,10 @@ class Counts(Record):
     @property
     def total(self) -> int:
         return self.open + self.blocked + self.done + self.deferred + self.cancelled
+
+    def to_json(self) -> dict[str, int]:
+        """Each count by its name: open, blocked, done, deferred, cancelled."""
+        return self._asdict()
 
 
 class Scan(Record):

@@ -1,4 +1,6 @@
-"""Times and durations as people and files write them: ISO-8601 UTC, and "90s", "4h", "1h30m". Pure."""
+"""Times and durations as people and files write them: ISO-8601 UTC, and "90s", "4h", "1h30m";
+and the one read of the wall clock, `wall_clock`, which the shell makes at its edges and passes
+in (CONTRIBUTING.md): every other function here is pure."""
 
 from __future__ import annotations
 
@@ -12,6 +14,13 @@ _UNITS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
 
 # `datetime` is loaded only for a time written in another form than ours: the stop hook writes
 # and reads times on every fire, and need not pay for loading it
+
+
+def wall_clock() -> float:
+    """Seconds since the epoch, now: the hook's fire, a command's moment, a driver's loop read
+    it here and hand the value (or this function, as a `clock`) to what they call. Nothing of
+    the core's or a wing model's decisions calls it (tests/test_architecture.py)."""
+    return time.time()
 
 
 def iso(epoch: float, timespec: str = "seconds") -> str:

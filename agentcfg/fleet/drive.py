@@ -28,6 +28,7 @@ from agentcfg.core import events
 from agentcfg.core.order import Readiness, readiness, side_by_side, waits_json, waits_line
 from agentcfg.core.roadmap import Roadmap, scan
 from agentcfg.core.texts import plural
+from agentcfg.core.times import wall_clock
 from agentcfg.errors import AgentcfgError, InstallError, IntegrationError, LeaseError, LeaseHeld
 from agentcfg.fleet import steps as fleet
 from agentcfg.fleet.integrate import Integration, has_identity, integrate
@@ -174,7 +175,7 @@ def _carry_trust(main: Workspace, member: Workspace, slug: str, env: Mapping[str
     if steps:  # each check as the person trusted it in the main workspace, not as it is now
         guards = trust.trusted_guards(main, slug, env)
         kept = {step.id: guards[step.id] for step in steps if step.id in guards}
-        trust.record(member, slug, steps, env, time.time(), guards=kept)
+        trust.record(member, slug, steps, env, wall_clock(), guards=kept)
     taken = evidence.read_baseline(main, slug)  # the baseline the members' evidence is graded by
     if taken:
         evidence.write_baseline(member, slug, taken)
@@ -240,14 +241,14 @@ def member_loop(
                     fleet.AUTO,
                     host=plan_.host,
                     coordinate=plan_.coordinate,
-                    now=time.time(),
+                    now=wall_clock(),
                     ttl=plan_.ttl,
                     exclude=excluded,
                     ledger=main,
                     member=n,
                 )
         if lease is None:
-            busy = fleet.held(member, plan_.slug, plan_.coordinate, time.time())
+            busy = fleet.held(member, plan_.slug, plan_.coordinate, wall_clock())
             if busy:
                 idle = 0
                 _waiting(plan_, main, n, found, busy, told, say)
@@ -268,11 +269,11 @@ def member_loop(
         if lease.step not in {
             step.id for step in loading.load(member, plan_.slug).steps if step.is_open
         }:
-            fleet.leave(member, plan_.slug, time.time())
+            fleet.leave(member, plan_.slug, wall_clock())
             continue
         ending, code = work(member, lease)
         if ending != events.COMPLETE:
-            fleet.leave(member, plan_.slug, time.time())
+            fleet.leave(member, plan_.slug, wall_clock())
             say(_member_end(plan_, mine, f"step {lease.step} ended {ending}"))
             return code
         _commit(member, f"agentcfg: {plan_.slug} step {lease.step}", written)
@@ -311,7 +312,7 @@ def member_loop(
             )
             why = result.outcome + (f": {result.detail}" if result.detail else "")
             say(f"step {lease.step} reopened ({why}), its work kept on `{kept}`; the fleet goes on")
-        fleet.leave(member, plan_.slug, time.time())
+        fleet.leave(member, plan_.slug, wall_clock())
 
 
 def _member_end(plan_: Fleet, mine: list[str], why: str) -> str:
@@ -418,7 +419,7 @@ def _log(main: Workspace, event: str, slug: str, **fields: object) -> None:
     state.append_ledger(
         main.state,
         state.event(
-            event, time.time(), None, slug, open=counts.open, blocked=counts.blocked, **fields
+            event, wall_clock(), None, slug, open=counts.open, blocked=counts.blocked, **fields
         ),
     )
 
@@ -604,7 +605,7 @@ def final_reproof(plan_: Fleet, env: Mapping[str, str]) -> Reproof:
                 _git(plan_.root, "fetch", "--quiet", plan_.coordinate, plan_.into)
                 _git(plan_.root, "reset", "--quiet", "--hard", "FETCH_HEAD")
             found = reprove(
-                main, plan_.slug, env, now=time.time(), changed=guarded(main, plan_.slug, env),
+                main, plan_.slug, env, now=wall_clock(), changed=guarded(main, plan_.slug, env),
                 branch=True,
             )  # fmt: skip
             _git(plan_.root, "add", "--force", "--", finals.shown(plan_.slug),

@@ -118,6 +118,7 @@ def _decide(
         from pathlib import Path
 
         from agentcfg.config import load_config
+        from agentcfg.core.times import wall_clock
         from agentcfg.stop.concerns import REGISTRY  # noqa: F401  # loaded before the clock
         from agentcfg.stop.context import HookContext
         from agentcfg.stop.dispatch import CHAIN_BUDGET, time_limit
@@ -129,7 +130,7 @@ def _decide(
         with read_once():  # the fire's readers of the transcript share one read of its tail
             with time_limit(CHAIN_BUDGET):
                 event, config = host.to_event(payload), load_config(ws, env)
-            ctx = HookContext(event, ws, config, env, time.time())
+            ctx = HookContext(event, ws, config, env, wall_clock())
             verdict = decide(ctx, CHAIN_BUDGET - (time.monotonic() - started))
         return host.block(verdict.message) if verdict.blocks else host.allow(verdict.message)
     except BaseException as exc:  # fail open: the host never sees a traceback
@@ -177,10 +178,10 @@ def _record_failure(
     """Name the exception a fire failed open on in the ledger's `error` event, in a workspace
     that already keeps state (none is started for it); a failure here changes no answer."""
     try:
-        import time
         from pathlib import Path
 
         from agentcfg import state
+        from agentcfg.core.times import wall_clock
 
         if root is None:
             cwd = host.cwd_of(payload) if host is not None and payload is not None else ""
@@ -192,7 +193,7 @@ def _record_failure(
         key = paths.session_key(session) if session else None
         record = state.event(
             events.ERROR,
-            time.time(),
+            wall_clock(),
             key,
             None,
             host=host.NAME if host is not None else None,

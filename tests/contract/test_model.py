@@ -14,13 +14,11 @@ from agentcfg.contract.model import (
     Receipt,
     baseline,
     command_hash,
-    from_json,
     grown,
     judge,
     matched,
     proven,
     text_hash,
-    to_json,
 )
 from agentcfg.core.ladder import Caps, Fire, RunState, decide
 from agentcfg.core.roadmap import parse_roadmap, scan
@@ -174,12 +172,12 @@ def test_a_receipt_closes_only_its_own_text_and_command_made_since_it_joined() -
 
 def test_the_record_json_round_trips_and_rejects_odd_shapes() -> None:
     contract = Contract("autonomous", 5.0, baseline(parse_roadmap(start().render()), 5.0).terms)
-    assert from_json(to_json(contract)) == contract
-    broken = to_json(contract)
+    assert Contract.from_json(contract.to_json()) == contract
+    broken = contract.to_json()
     broken["steps"][0][3] = "no"  # [id, text, verify, blocked, since]
-    assert from_json(broken) is None
-    assert from_json({**to_json(contract), "steps": [["1.2", "ab", None, False]]}) is None
+    assert Contract.from_json(broken) is None
+    assert Contract.from_json({**contract.to_json(), "steps": [["1.2", "ab", None, False]]}) is None
     joined = contract._replace(terms=(contract.terms[0]._replace(since=7.5),))
-    assert to_json(joined)["steps"][0][4] == "1970-01-01T00:00:07.500Z"  # not as it began
-    assert from_json(to_json(joined)) == joined
-    assert from_json({**to_json(contract), "warned": [1]}) is None
+    assert joined.to_json()["steps"][0][4] == "1970-01-01T00:00:07.500Z"  # not as it began
+    assert Contract.from_json(joined.to_json()) == joined
+    assert Contract.from_json({**contract.to_json(), "warned": [1]}) is None

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from agentcfg import loading, state
-from agentcfg.contract import proofs, seal
+from agentcfg.contract import seal
 from agentcfg.contract import store as contract
 from agentcfg.contract.model import baseline, command_hash, judge, text_hash
 from agentcfg.core.times import iso_ms
 from agentcfg.errors import StateError
-from agentcfg.paths import CONTRACTS, RECEIPTS
+from agentcfg.paths import CONTRACTS, PROOFS, RECEIPTS
 from agentcfg.workspace import Workspace
 from testing.simhost import SimulatedHost
 from tests.conftest import hook_env, run_cli, write_roadmap
@@ -46,6 +46,7 @@ def passing(step_id: str, text: str, command: str | None, at: float, **more: obj
         "step": step_id,
         "text": text_hash(text),
         "command": command_hash(command),
+        "line": command,
         "exit_code": 0,
         "duration": 0.01,
         "output": "0" * 64,
@@ -190,17 +191,18 @@ def test_a_fifty_thousand_step_roadmap_claimed_and_fired_does_not_halt(ws: Path)
     assert all(e["event"] == "engage" or "ran out of time" in e["error"] for e in fires)
 
 
-def test_the_proofs_of_a_long_roadmap_outgrow_a_state_file_and_stay(two: Workspace) -> None:
+def test_an_earlier_versions_proofs_of_a_long_roadmap_are_read_past_a_state_file(
+    two: Workspace,
+) -> None:
     many = {
         f"9.{n}": {"command": f"pytest -k step{n}", "passed_at": iso_ms(1.0)} for n in range(30_000)
     }
-    state.write_json(
-        proofs.path_of(two, "r"), {"1.1": {"command": "echo one", "passed_at": iso_ms(5.0)}, **many}
-    )
-    assert proofs.path_of(two, "r").stat().st_size > state.STATE_FILE_LIMIT
-    proofs.record(two, "r", "1.2", "echo two", 6.0)
-    assert proofs.proven_since(two, "r", "1.1", 4.0)
-    assert proofs.proven_since(two, "r", "1.2", 6.0)
+    path = two.state / PROOFS / "r.json"
+    state.write_json(path, {"1.1": {"command": "echo one", "passed_at": iso_ms(5.0)}, **many})
+    assert path.stat().st_size > state.STATE_FILE_LIMIT
+    assert contract.proven_before(two, "r", "1.1", 4.0)
+    assert not contract.proven_before(two, "r", "1.1", 6.0)
+    assert not contract.proven_before(two, "r", "1.2", 0.0)
 
 
 def test_receipts_that_cannot_be_read_are_never_written_over(two: Workspace) -> None:
@@ -221,15 +223,6 @@ def test_a_record_is_never_written_larger_than_it_is_read(
     with pytest.raises(StateError, match="larger than"):
         contract.write(two, KEY, "r", many)
     assert not contract.path_of(two, KEY, "r").exists()
-
-
-def test_proofs_that_cannot_be_read_are_never_written_over(two: Workspace) -> None:
-    path = proofs.path_of(two, "r")
-    path.parent.mkdir(parents=True)
-    path.write_text("{not json")
-    with pytest.raises(StateError, match=r"state/proofs/r.json cannot be read .* move it away"):
-        proofs.record(two, "r", "1.1", "echo one", 1.0)
-    assert path.read_text() == "{not json"
 
 
 def test_a_contract_at_its_limit_takes_no_more_steps_and_stays_readable(

@@ -61,7 +61,7 @@ def test_a_fresh_clone_audited_by_another_person_proves_every_integrated_step(
     assert [r["step"] for r in sealed] == integrated and sorted(integrated) == ALL
     assert others == []
     found = audit.audit(Workspace(clone), "demo", another_person(tmp_path, monkeypatch))
-    assert found.ok, audit.to_json(found)
+    assert found.ok, found.to_json()
     assert [r.status for r in found.rows] == ["proven"] * STEPS
     assert found.history == STEPS  # read as the branch's history holds them: another's seals
     assert all(r.receipt and r.receipt["exit_code"] == 0 for r in found.rows)

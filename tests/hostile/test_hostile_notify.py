@@ -36,8 +36,9 @@ def wait_for_event(root: Path, name: str, seconds: float = 20.0) -> dict[str, ob
 
 
 def wait_for_file(path: Path, seconds: float = 20.0) -> None:
+    """Until the notifier has written `path` (created, it may still be empty a moment)."""
     deadline = time.monotonic() + seconds
-    while not path.exists():
+    while not (path.exists() and path.stat().st_size):
         assert time.monotonic() < deadline, f"{path} never appeared"
         time.sleep(0.1)
 

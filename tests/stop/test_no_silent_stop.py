@@ -7,6 +7,7 @@ that have no transcript to tell replies apart (OpenCode, Cursor) and of one that
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import tempfile
@@ -18,9 +19,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentcfg import claims
+from agentcfg import claims, loading
 from agentcfg.config import Config
-from agentcfg.contract import proofs
+from agentcfg.contract import store
+from agentcfg.contract.model import command_hash, text_hash
+from agentcfg.core.times import iso_ms
 from agentcfg.hosts.registry import adapter
 from agentcfg.stop.context import HookContext
 from agentcfg.stop.dispatch import Verdict
@@ -126,9 +129,20 @@ def said_why(events: list[str]) -> bool:
     return bool(decided) and decided[-1].startswith(REASONS)
 
 
+def prove(ws: Workspace, step_id: str, now: float) -> None:
+    """The receipt `roadmap done` leaves when the step's verify line passed at `now`."""
+    roadmap = loading.load(ws, "r")
+    step = next(s for s in roadmap.steps if s.id == step_id)
+    fields = {"step": step.id, "text": text_hash(step.text), "command": command_hash(step.verify),
+              "line": step.verify, "exit_code": 0, "at": iso_ms(now)}  # fmt: skip
+    store.add_receipt(ws, "r", fields, roadmap)
+
+
 def play(host: str, actions: list[tuple[str, Any]]) -> list[str]:
     """The ledger's events once every action is played; each unexplained rest fails inside."""
     folder = Path(tempfile.mkdtemp(prefix="agentcfg-silent-"))
+    saved = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = str(folder / "xdg")  # the receipts' seal key, never the home's
     try:
         (folder / "roadmaps").mkdir()
         roadmap = folder / "roadmaps" / "r.md"
@@ -145,7 +159,7 @@ def play(host: str, actions: list[tuple[str, Any]]) -> list[str]:
                 found = OPEN.search(roadmap.read_text())
                 if found is not None:
                     if proven:
-                        proofs.record(ws, "r", found["id"], "true", session.now)
+                        prove(ws, found["id"], session.now)
                     body = roadmap.read_text()
                     roadmap.write_text(body.replace(found[0], found[0].replace("[ ]", "[x]"), 1))
                 session.say(text)
@@ -166,6 +180,10 @@ def play(host: str, actions: list[tuple[str, Any]]) -> list[str]:
                 assert said_why(events), f"{host}: the turn ended unexplained: {events}"
         return [e["event"] for e in ledger(folder, claims=True)]
     finally:
+        if saved is None:
+            os.environ.pop("XDG_STATE_HOME", None)
+        else:
+            os.environ["XDG_STATE_HOME"] = saved
         shutil.rmtree(folder, ignore_errors=True)
 
 

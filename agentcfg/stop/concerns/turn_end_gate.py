@@ -14,7 +14,7 @@ from pathlib import Path
 from agentcfg import state
 from agentcfg.config import ChainEntry
 from agentcfg.contract import store as contract
-from agentcfg.contract.model import Change
+from agentcfg.contract.model import Change, passed_since
 from agentcfg.core import events, phrases
 from agentcfg.core.chain import TURN_END_GATE
 from agentcfg.core.roadmap import Step
@@ -153,8 +153,8 @@ def _fresh_changes(ctx: HookContext) -> tuple[Change, ...]:
 
 
 def _changed_steps(ctx: HookContext) -> Changed:
-    """Steps open at the previous fire that are now done with a verify line that has not passed
-    since (unproven), or cancelled, deferred or blocked (self-exited: only a person does that).
+    """Steps open at the previous fire that are now done with a verify line no receipt says
+    passed since (unproven), or cancelled, deferred or blocked (self-exited: only a person does that).
 
     Records this fire's open steps for the next one to compare against.
     """
@@ -178,14 +178,17 @@ def _changed_steps(ctx: HookContext) -> Changed:
     left = [by_id[i] for i in was_open if isinstance(i, str) and i in by_id and i not in still]
     if not left:
         return [], []
-    from agentcfg.contract.proofs import proven_since  # only when steps closed: loaded only then
+    exited = [s for s in left if s.mark in ("cancelled", "deferred") or s.blocked]
+    if ctx.tampered is not None:  # no receipt is believed: the run halts on this fire, told
+        return [], exited
+    receipts = ctx.receipts[0]
 
-    unproven = [
-        s
-        for s in left
-        if s.mark == "done" and s.verify and not proven_since(ctx.ws, slug, s.id, seen_at)
-    ]
-    return unproven, [s for s in left if s.mark in ("cancelled", "deferred") or s.blocked]
+    def proven(step: Step) -> bool:  # a state folder of an earlier version: its proofs too
+        return passed_since(receipts, step.id, seen_at) or contract.proven_before(
+            ctx.ws, slug, step.id, seen_at
+        )
+
+    return [s for s in left if s.mark == "done" and s.verify and not proven(s)], exited
 
 
 def _refused(marker: dict[str, object] | None, turn: str) -> Refusal | None:
