@@ -212,6 +212,7 @@ def headless(prompt: str, session: str | None, resume: bool, extra: Sequence[str
     return [*defaults.print_headless(prompt, session, resume, extra), *(() if own else STREAM_ARGS)]
 
 
+ALLOW_ARGS = ("--allowedTools", "Bash")
 ALLOW = "pass `-- --allowedTools Bash` to `agentcfg run`, or allow Bash in .claude/settings.json"
 _ALLOWING = ("--allowedTools", "--allowed-tools")
 _BYPASS_MODES = ("bypassPermissions",)

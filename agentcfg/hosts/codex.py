@@ -360,6 +360,7 @@ BINARY = "codex"
 NAMES_SESSION = False  # `codex exec` picks its own thread id: the claim waits for its token
 
 
+ALLOW_ARGS = ("--sandbox", "workspace-write")
 ALLOW = (
     "pass `-- --sandbox workspace-write` to `agentcfg run`, or set sandbox_mode = "
     '"workspace-write" in config.toml'

@@ -192,6 +192,7 @@ NAMES_SESSION = True  # `--session-id <id>` names a new session; `--resume <id>`
 headless = defaults.print_headless
 
 
+ALLOW_ARGS = ("--allow-all-tools", "--allow-all-paths")
 ALLOW = (
     "pass `-- --allow-all-tools --allow-all-paths` to `agentcfg run` (without --allow-all-paths "
     "a command that names a path outside the folder is still refused)"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from agentcfg.hosts import defaults
 from agentcfg.hosts.defaults import ALLOW as ALLOW
+from agentcfg.hosts.defaults import ALLOW_ARGS as ALLOW_ARGS
 from agentcfg.hosts.defaults import asks as asks
 from agentcfg.hosts.defaults import block_cap as block_cap
 from agentcfg.hosts.defaults import headless as headless

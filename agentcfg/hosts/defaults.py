@@ -453,13 +453,15 @@ def store_reach(
 
 
 ALLOW = "allow the agent's shell commands in the host's own settings"
+ALLOW_ARGS: tuple[str, ...] = ()
 
 
 def asks(root: Path, home: Path, env: Mapping[str, str], extra: Sequence[str]) -> list[str]:
     return []  # nothing known to us keeps this host's headless start from running commands
 
 
-YOLO = "pass `-- --approval-mode yolo` to `agentcfg run`"
+YOLO_ARGS = ("--approval-mode", "yolo")
+YOLO = f"pass `-- {' '.join(YOLO_ARGS)}` to `agentcfg run`"
 
 
 def yolo_asks(title: str) -> Callable[[Path, Path, Mapping[str, str], Sequence[str]], list[str]]:

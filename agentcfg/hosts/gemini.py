@@ -292,7 +292,7 @@ NAMES_SESSION = True  # `--session-id <id>` names a new session; `--resume <id>`
 headless = defaults.print_headless
 
 
-ALLOW = defaults.YOLO
+ALLOW, ALLOW_ARGS = defaults.YOLO, defaults.YOLO_ARGS
 asks = defaults.yolo_asks(TITLE)
 
 

@@ -192,6 +192,7 @@ NAMES_SESSION = False  # OpenCode names its sessions: the run's server makes eac
 
 # its headless permissions come from opencode.json (`permission.bash`), allowed by default
 ALLOW = 'set `"permission": {"bash": "allow"}` in opencode.json'
+ALLOW_ARGS: tuple[str, ...] = ()  # only its settings allow commands
 
 
 def refusals(stdout: str, stderr: str) -> Refused:

@@ -105,6 +105,8 @@ class Launcher(Named, Protocol):
     def NAMES_SESSION(self) -> bool: ...  # a headless start takes a session id of ours
     @property
     def ALLOW(self) -> str: ...  # how a person lets a headless run's agent run commands
+    @property
+    def ALLOW_ARGS(self) -> tuple[str, ...]: ...  # the arguments that do it; () if settings do
 
     def headless(
         self, prompt: str, session: str | None, resume: bool, extra: Sequence[str]

@@ -156,7 +156,7 @@ BINARY = "qwen"
 NAMES_SESSION = True
 
 
-ALLOW = defaults.YOLO
+ALLOW, ALLOW_ARGS = defaults.YOLO, defaults.YOLO_ARGS
 asks = defaults.yolo_asks(TITLE)
 
 

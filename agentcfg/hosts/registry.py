@@ -39,7 +39,7 @@ ROLES = {
         "checks", "probe", "trust", "block_cap", "plugin", "store_reach",
     ),
     "Launcher": (
-        *_NAMED, "BINARY", "NAMES_SESSION", "ALLOW",
+        *_NAMED, "BINARY", "NAMES_SESSION", "ALLOW", "ALLOW_ARGS",
         "headless", "runner", "limit_reset", "asks", "hear", "refusals",
     ),
 }  # fmt: skip

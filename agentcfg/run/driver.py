@@ -647,7 +647,8 @@ class _Driver:
         stalled = ending in ROLLBACK_ON
         again = f"agentcfg run {self.slug} --host {self.request.host}"
         if self.denied:
-            after = f"{again} -- --allowedTools Bash" if self.host.NAME == "claude" else again
+            allowing = " ".join(self.host.ALLOW_ARGS)
+            after = f"{again} -- {allowing}" if allowing else again
             nxt: str | None = f"allow the agent's commands, then: {after}"
         elif ending in NEXT:
             nxt = NEXT[ending].format(slug=self.slug)

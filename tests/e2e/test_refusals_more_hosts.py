@@ -75,6 +75,10 @@ def test_codex_in_a_read_only_sandbox_ends_naming_the_refused_command_and_the_fi
         "pass `-- --sandbox workspace-write` to `agentcfg run`, or set sandbox_mode = "
         '"workspace-write" in config.toml'
     )
+    assert refused.ending()["next"] == (
+        f"allow the agent's commands, then: agentcfg run {SLUG} --host codex -- --sandbox "
+        "workspace-write"
+    )
     # the fix, as the line gives it, lets the next run complete
     allowed = scripted("codex", root, home, env, *extra, "--sandbox", "workspace-write")
     assert allowed.proc.returncode == 0, allowed.failure()
@@ -88,6 +92,9 @@ def test_gemini_without_yolo_ends_naming_the_refused_shell_and_the_fix(tmp_path:
     told, _line = permissions(refused, "Gemini CLI")
     assert told["example"] == "run_shell_command"  # the tool: Gemini ran no command
     assert told["allow"] == "pass `-- --approval-mode yolo` to `agentcfg run`"
+    assert refused.ending()["next"] == (
+        f"allow the agent's commands, then: agentcfg run {SLUG} --host gemini -- --approval-mode yolo"
+    )
     allowed = scripted("gemini", root, home, env, "-m", "gemini-2.5-pro", "--approval-mode", "yolo")
     assert allowed.proc.returncode == 0, allowed.failure()
     assert allowed.ending()["permissions"] is None

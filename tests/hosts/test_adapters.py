@@ -137,3 +137,20 @@ def test_real_hook_per_host(ws: Path, host: str, explicit: bool) -> None:
 def test_allow_per_host(ws: Path, host: str) -> None:
     result = fire(ws, payloads(ws)[host], "--host", host, process=True)  # no claim: nothing to do
     assert (result.returncode, result.stdout, result.stderr) == (0, adapter(host).IDLE, "")
+
+
+@pytest.mark.parametrize("name", sorted(HOSTS))
+def test_the_arguments_a_host_is_told_to_take_are_the_ones_that_allow_its_commands(
+    name: str, tmp_path: Path
+) -> None:
+    """The ending's `next:` line passes ALLOW_ARGS after `--`: the fix its ALLOW text names,
+    and enough to quiet the host's warning before a start that would ask for approvals."""
+    host = adapter(name)
+    root, home = tmp_path / "ws", tmp_path / "home"
+    root.mkdir(), home.mkdir()
+    env = {"HOME": str(home)}
+    if host.ALLOW_ARGS:
+        assert f"`-- {' '.join(host.ALLOW_ARGS)}`" in host.ALLOW
+        assert host.asks(root, home, env, host.ALLOW_ARGS) == []
+    if host.asks(root, home, env, ()):  # a warning with nothing passed names the fix
+        assert host.ALLOW_ARGS or "settings" in host.ALLOW or ".json" in host.ALLOW
