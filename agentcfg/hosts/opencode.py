@@ -16,7 +16,6 @@ from __future__ import annotations
 from agentcfg.hosts import defaults
 from agentcfg.hosts.defaults import IDLE as IDLE
 from agentcfg.hosts.defaults import allow as allow
-from agentcfg.hosts.defaults import asks as asks
 from agentcfg.hosts.defaults import block_cap as block_cap
 from agentcfg.hosts.defaults import cwd_of as cwd_of
 from agentcfg.hosts.defaults import hear as hear
@@ -193,6 +192,39 @@ NAMES_SESSION = False  # OpenCode names its sessions: the run's server makes eac
 # its headless permissions come from opencode.json (`permission.bash`), allowed by default
 ALLOW = 'set `"permission": {"bash": "allow"}` in opencode.json'
 ALLOW_ARGS: tuple[str, ...] = ()  # only its settings allow commands
+
+
+def asks(root: Path, home: Path, env: Mapping[str, str], extra: Sequence[str]) -> list[str]:
+    """A headless start whose opencode.json (the person's, then the project's, which wins)
+    asks approval for the shell or denies it: nobody is there to approve, so every command
+    of the agent is refused (`ask`) or never offered (`deny`)."""
+    from pathlib import Path
+
+    config = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else home / ".config"
+    said = None
+    for folder in (config / "opencode", root):
+        for name in ("opencode.json", "opencode.jsonc"):
+            said = _bash_permission(folder / name) or said
+    does = {"ask": "asks approval for", "deny": "denies"}.get(said or "")
+    if does is None:
+        return []
+    return [f"{TITLE} headless {does} the agent's shell commands (opencode.json: {said}): {ALLOW}"]
+
+
+def _bash_permission(path: Path) -> str | None:
+    """What one opencode.json says of the shell (`permission.bash`, or a `*` pattern under it,
+    or `permission` itself for every tool); None when it says nothing or cannot be read."""
+    import json
+
+    try:
+        document = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    permission = document.get("permission") if isinstance(document, dict) else None
+    bash = permission.get("bash") if isinstance(permission, dict) else permission
+    if isinstance(bash, dict):
+        bash = bash.get("*")
+    return bash if isinstance(bash, str) else None
 
 
 def refusals(stdout: str, stderr: str) -> Refused:

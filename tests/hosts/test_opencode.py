@@ -238,3 +238,33 @@ def test_opencode_commands_it_refused_for_want_of_approval_are_refusals() -> Non
     assert found.denied == ("agentcfg roadmap done e2e 1.1",)
     assert found.failed == () and found.ignored == ()
     assert opencode.refusals(told, "").denied == ()  # it says so on stderr only
+
+
+@pytest.mark.parametrize(
+    ("person", "project", "warned"),
+    [
+        (None, None, None),
+        (None, {"permission": {"bash": "ask"}}, "asks approval for"),
+        (None, {"permission": {"bash": {"*": "deny", "git *": "allow"}}}, "denies"),
+        (None, {"permission": "ask"}, "asks approval for"),
+        ({"permission": {"bash": "deny"}}, None, "denies"),
+        ({"permission": {"bash": "deny"}}, {"permission": {"bash": "allow"}}, None),
+        (None, {"permission": {"edit": "ask"}}, None),
+    ],
+)
+def test_a_start_whose_settings_ask_for_the_shell_is_warned_about(
+    tmp_path: Path, person: object, project: object, warned: str | None
+) -> None:
+    root, home = tmp_path / "ws", tmp_path / "home"
+    (home / ".config" / "opencode").mkdir(parents=True)
+    root.mkdir()
+    for folder, document in ((home / ".config" / "opencode", person), (root, project)):
+        if document is not None:
+            (folder / "opencode.json").write_text(json.dumps(document))
+    found = opencode.asks(root, home, {}, ())
+    if warned is None:
+        assert found == []
+    else:
+        (line,) = found
+        assert f"OpenCode headless {warned} the agent's shell commands" in line
+        assert line.endswith(opencode.ALLOW)
