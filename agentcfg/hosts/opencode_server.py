@@ -69,6 +69,7 @@ class Served:
         self.watchdog: Watchdog | None = None
         self.url = ""
         self.quiet_since: float | None = None
+        self.rejected: list[str] = []  # the session's asks refused since the driver last read
 
     def __enter__(self) -> Served:
         try:
@@ -236,6 +237,11 @@ class Served:
                 with contextlib.suppress(OSError, ValueError):
                     where = f"/permission/{urllib.parse.quote(request['id'])}/reply"
                     self._request("POST", where, {"reply": "reject"})
+                    self.rejected.append(_asked(request))
+
+    def refused(self) -> tuple[str, ...]:
+        found, self.rejected = tuple(self.rejected), []
+        return found
 
     def interrupt(self, session: str | None) -> None:
         if session is None:
@@ -262,3 +268,12 @@ class Served:
 
     def hear(self, line: bytes) -> list[Any]:
         return []  # `run --attach` prints nothing read as it comes
+
+
+def _asked(request: dict[str, Any]) -> str:
+    """What one ask of the session's was for: its command (the patterns it named), else the
+    tool's name."""
+    patterns = request.get("patterns")
+    named = [p for p in patterns if isinstance(p, str)] if isinstance(patterns, list) else []
+    tool = request.get("permission")
+    return " ".join(named) or (tool if isinstance(tool, str) else "a tool call")

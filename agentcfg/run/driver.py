@@ -473,6 +473,7 @@ class _Driver:
         self.seat.windows = quota.latest(self.seat.windows, ran.readings)
         _adopted(self.ws, self.current, ran.events)
         self._keep(self.host.refusals(ran.stdout, ran.stderr), ran.heard)
+        self.denied += self.runner.refused()  # those refused unseen, with no run attached
         ending = _ending(self.ws, self.slug, self.current, ran.events)
         now = self.clock.now()
         finished = ending is None and self._nothing_open()

@@ -52,6 +52,10 @@ class Runner(Protocol):
     def hear(self, line: bytes) -> list[Any]:
         """The host's `hear`: what one line of a start's stdout tells, as it comes."""
 
+    def refused(self) -> tuple[str, ...]:
+        """The agent's tool calls the runner itself refused since it was last asked (asks for
+        approval with nobody to answer them), each named by its command."""
+
 
 class Headless(Protocol):
     """What `Plain` uses of a host module: the part of `hosts.protocols.Launcher` it calls (this
@@ -105,6 +109,9 @@ class Plain:
 
     def hear(self, line: bytes) -> list[Any]:
         return self.host.hear(line)
+
+    def refused(self) -> tuple[str, ...]:
+        return ()  # a plain start answers nothing itself: its host refuses and prints it
 
 
 def end_group(proc: subprocess.Popen[Any]) -> None:

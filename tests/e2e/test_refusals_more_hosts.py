@@ -167,3 +167,6 @@ def test_opencode_asking_approval_for_bash_ends_naming_the_refused_command_and_t
     told, _line = permissions(refused, "OpenCode")
     assert told["example"] == f"{AGENTCFG} roadmap done {SLUG} 1.1"
     assert told["allow"] == 'set `"permission": {"bash": "allow"}` in opencode.json'
+    assert "OpenCode headless asks approval for the agent's shell commands" in proc.stderr
+    # one start: the attached run refused its first call; those after, the run's server did
+    assert "  1 host start, " in proc.stderr and int(str(told["refused"])) > 1, proc.stderr

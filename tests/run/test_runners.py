@@ -156,10 +156,13 @@ def test_what_a_session_asks_approval_for_with_no_run_attached_is_refused(
         assert not runner.settled("ses_made1", ended=False)
         # only the run's own session's ask, refused once per look
         assert (tmp_path / "replies").read_text() == '/permission/per_1/reply {"reply": "reject"}\n'
+        assert runner.refused() == ("make",)  # told to the driver once: the ending counts it
+        assert runner.refused() == ()
         (tmp_path / "status.json").write_text("{}")
         (tmp_path / "replies").unlink()
         runner.settled("ses_made1", ended=False)
         assert not (tmp_path / "replies").exists()  # idle: nothing asked of anyone
+        assert runner.refused() == ()
 
 
 def test_a_server_gone_mid_run_ends_the_start_and_the_next_start_brings_it_back(
