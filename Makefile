@@ -28,9 +28,10 @@ lint: install
 cli-docs: install
 	$(PY) -m testing.clidocs
 
-# the unit suite less its long property, stateful, kill and scale tests (`slow`), in file order
+# the unit suite less its long property, stateful, kill and scale tests (`slow`), in file order,
+# each property test on a quarter of its examples (the `quick` profile, tests/conftest.py)
 pytest: install
-	$(VENV)/bin/pytest -m 'not slow'
+	$(VENV)/bin/pytest -m 'not slow' --hypothesis-profile quick
 
 # lint and the suite side by side (each one's output kept together); either failing fails it
 test: install

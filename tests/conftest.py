@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from hypothesis import settings
+from hypothesis import is_hypothesis_test, settings
 
 from agentcfg import agents
 from agentcfg.cli import cli
@@ -24,6 +24,11 @@ from tests import inprocess
 # what it gives
 settings.register_profile("untimed", deadline=None)
 settings.load_profile("untimed")
+# `make test` (`--hypothesis-profile quick`): a quarter of the examples, at least QUICK_FLOOR;
+# `make test-all` and CI keep the full counts
+QUICK = "quick"
+QUICK_FLOOR = 5
+settings.register_profile(QUICK, parent=settings.get_profile("untimed"), max_examples=25)
 
 REPO = Path(__file__).resolve().parent.parent
 # payloads and a transcript captured from the real Claude Code 2.1.197
@@ -38,6 +43,36 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     processes it starts and on clocks it runs out, and the spare worker uses a processor
     while another waits; more would crowd the tests that hold the hook to its time budget."""
     return len(os.sched_getaffinity(0)) + 1
+
+
+def quick_examples(count: int) -> int:
+    return max(QUICK_FLOOR, count // 4)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under the quick profile, a property test that names its own `max_examples` in
+    `@settings` runs a quarter of them too (a profile only sets what a test leaves unset).
+    hypothesis keeps a test's settings on the function it wraps, as
+    `_hypothesis_internal_use_settings`, and reads them when the test runs: each is replaced
+    once by a copy with the count scaled. A state machine's case keeps them as its class's
+    `settings`."""
+    if settings.get_current_profile_name() != QUICK:
+        return
+    scaled: set[int] = set()
+    for item in items:
+        cls = getattr(item, "cls", None)
+        owner: Any = getattr(getattr(item, "obj", None), "__func__", getattr(item, "obj", None))
+        name = "_hypothesis_internal_use_settings"
+        if cls is not None and isinstance(cls.__dict__.get("settings"), settings):
+            owner, name = cls, "settings"
+        elif not is_hypothesis_test(owner):
+            continue
+        if id(owner) in scaled:
+            continue
+        scaled.add(id(owner))
+        own: settings = getattr(owner, name)
+        if own is not settings.default:
+            setattr(owner, name, settings(own, max_examples=quick_examples(own.max_examples)))
 
 
 @pytest.fixture(scope="session")
