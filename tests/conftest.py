@@ -36,6 +36,9 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "claude-code-2.1.197"
 SESSION = "afb489a7-bf1a-4175-8113-5340b825ddd1"
 # the interpreter-private fast paths turned off (agentcfg/_speed.py): kept for every process
 SPEED = "AGENTCFG_SPEED"
+# a check a test's workspace runs with pytest loads only the plugins it names (`-p`), not every
+# one installed here: each start then costs half as much
+BARE_PYTEST = ("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
@@ -105,6 +108,7 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     # and a hook it fires read the same
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
     monkeypatch.setenv("AGENTCFG_REPLY_WAIT", "0")  # as `hook_env` says
+    monkeypatch.setenv(*BARE_PYTEST)  # as `hook_env` says
     yield root
 
 
@@ -156,6 +160,7 @@ def hook_env(root: Path, **extra: str) -> dict[str, str]:
     env["XDG_STATE_HOME"] = str(root.parent / "xdg")
     # a captured transcript ends where the host ran the hook: it never writes the reply after
     env["AGENTCFG_REPLY_WAIT"] = "0"
+    env.update([BARE_PYTEST])
     env.update(extra)
     return env
 
