@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.commands.test_run_fleet_reproof import git
 from tests.conftest import REPO
 
@@ -53,6 +55,7 @@ def agentcfg(cwd: Path, env: dict[str, str], *args: str) -> subprocess.Popen[str
     )  # fmt: skip
 
 
+@pytest.mark.slow  # a scale test: two machines' fleets through a remote
 def test_two_machines_each_tell_their_own_steps_and_counts_that_add_up(tmp_path: Path) -> None:
     seed = tmp_path / "seed"
     (seed / "roadmaps").mkdir(parents=True)

@@ -256,6 +256,7 @@ def test_claim_and_release_as_real_processes(ws: Path) -> None:
     assert not claim_file(ws, "proc").exists()
 
 
+@pytest.mark.slow  # a scale test: sixteen processes at once
 def test_sixteen_processes_claiming_and_releasing(ws: Path) -> None:
     for n in range(16):
         write_roadmap(ws, f"r{n}", "## Phase 1\n- [ ] a\n")

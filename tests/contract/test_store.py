@@ -140,6 +140,7 @@ def test_receipts_no_step_or_contract_holds_are_bounded(two: Workspace) -> None:
     assert kept[-1].text == text_hash(f"Second, take {contract.RECEIPTS_KEPT + 4}")
 
 
+@pytest.mark.slow  # a scale test: fifty thousand steps
 def test_a_contract_of_fifty_thousand_steps_is_read_back_whole(ws: Path) -> None:
     write_roadmap(ws, "huge", big_roadmap(50_000))
     w = Workspace(ws)

@@ -109,6 +109,7 @@ def test_names_git_cannot_hold_are_refused(slug: str, step: str) -> None:
         ref_of(slug, step)
 
 
+@pytest.mark.slow  # a scale test: fifty racing takers
 def test_fifty_racing_takers_on_two_clones_leave_exactly_one_holder(tmp_path: Path) -> None:
     origin = make_repo(tmp_path / "seed")
     remote = tmp_path / "remote.git"

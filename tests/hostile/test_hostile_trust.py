@@ -34,6 +34,7 @@ def store(root: Path) -> Path:
     return root.parent / "xdg" / "agentcfg" / "trust.json"
 
 
+@pytest.mark.slow  # a scale test: twenty processes at once
 def test_twenty_concurrent_trusts_keep_every_entry(ws: Path) -> None:
     slugs = [f"copy{n}" for n in range(20)]
     for slug in slugs:

@@ -9,6 +9,8 @@ import sys
 import tracemalloc
 from pathlib import Path
 
+import pytest
+
 from agentcfg import claims, state, watch
 from agentcfg.workspace import Workspace
 from tests.conftest import hook_env, run_cli, write_roadmap
@@ -85,6 +87,7 @@ def test_a_huge_ledger_is_read_in_bounded_memory(ws: Path) -> None:
     assert tail.tokens[("r", "demo")] == 15  # the oversized line is passed over, not the rest
 
 
+@pytest.mark.slow  # a scale test: a ledger of many runs
 def test_a_ledger_of_many_runs_keeps_only_the_newest(ws: Path) -> None:
     state.ensure_dir(ws / "state")
     lines = b"".join(

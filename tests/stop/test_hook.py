@@ -79,6 +79,7 @@ def test_the_console_script_answers_the_same(claimed: Path) -> None:
     assert proc.stderr.startswith("run-continuation: roadmap `demo` has 3 open steps")
 
 
+@pytest.mark.slow  # a scale test: sixteen hook processes at once
 def test_sixteen_simultaneous_fires_of_one_reply(ws: Path) -> None:
     host = started(ws)
     host.reply("Working on it.")
