@@ -94,7 +94,9 @@ def busy(ws: Path) -> Path:
 def context(root: Path) -> HookContext:
     ws = Workspace(root)
     event = adapter("claude").to_event(fixture_payload(1, root))
-    return HookContext(event, ws, load_config(ws, {}), {}, time.time())
+    # the captured transcript ends where the host ran the hook: no wait for a late reply
+    config = load_config(ws, {"AGENTCFG_REPLY_WAIT": "0"})
+    return HookContext(event, ws, config, {}, time.time())
 
 
 def read(ctx: HookContext, names: list[str] | tuple[str, ...]) -> dict[str, str]:
