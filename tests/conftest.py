@@ -37,8 +37,10 @@ SESSION = "afb489a7-bf1a-4175-8113-5340b825ddd1"
 # the interpreter-private fast paths turned off (agentcfg/_speed.py): kept for every process
 SPEED = "AGENTCFG_SPEED"
 # a check a test's workspace runs with pytest loads only the plugins it names (`-p`), not every
-# one installed here: each start then costs half as much
+# one installed here: each start then costs half as much; nor does it take the options this
+# run of the suite was given (PYTEST_ADDOPTS)
 BARE_PYTEST = ("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+SUITE_OPTIONS = "PYTEST_ADDOPTS"
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
@@ -109,6 +111,7 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
     monkeypatch.setenv("AGENTCFG_REPLY_WAIT", "0")  # as `hook_env` says
     monkeypatch.setenv(*BARE_PYTEST)  # as `hook_env` says
+    monkeypatch.delenv(SUITE_OPTIONS, raising=False)
     yield root
 
 
@@ -154,7 +157,11 @@ def hook_env(root: Path, **extra: str) -> dict[str, str]:
         k: v
         for k, v in os.environ.items()
         if k == SPEED
-        or (not k.startswith(("AGENTCFG_", "CLAUDE_", "XDG_")) and k not in agents.variables())
+        or (
+            not k.startswith(("AGENTCFG_", "CLAUDE_", "XDG_"))
+            and k not in agents.variables()
+            and k != SUITE_OPTIONS
+        )
     }
     env.update({"AGENTCFG_ROOT": str(root), "HOME": str(root.parent / "home")})
     env["XDG_STATE_HOME"] = str(root.parent / "xdg")
