@@ -202,6 +202,7 @@ def children(pid: int) -> list[int]:
     return found
 
 
+@pytest.mark.slow  # a kill test: it waits out the deadline
 def test_until_ends_a_host_that_hangs_at_the_deadline(host: Host) -> None:
     host.script(HANGS)
     started = time.monotonic()
@@ -226,6 +227,7 @@ def test_until_ends_a_host_deaf_to_signals_after_a_grace(host: Host) -> None:
     assert gone(host.pids(), within=2)
 
 
+@pytest.mark.slow  # a kill test: it waits out the output's grace at each start
 def test_a_host_that_leaves_a_process_holding_its_output_does_not_hold_the_driver(
     host: Host,
 ) -> None:
