@@ -105,43 +105,42 @@ def _keep_traceback(exc: Exception) -> str | None:
     return path
 
 
-@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
+# each command's module, imported when the command is asked for: a process that runs one
+# command loads only what that one needs (`--help` and the command reference load them all)
+COMMANDS = {
+    "checkpoints": ("checkpoints", "checkpoints_command"),
+    "doctor": ("doctor", "doctor"),
+    "hook": ("hook", "hook"),
+    "hooks": ("wiring", "hooks"),
+    "leases": ("leases", "leases"),
+    "report": ("report", "report"),
+    "resume": ("controls", "resume"),
+    "roadmap": ("roadmap", "roadmap"),
+    "rollback": ("checkpoints", "rollback"),
+    "run": ("run", "run"),
+    "sessions": ("sessions", "sessions"),
+    "stop": ("controls", "stop"),
+    "watch": ("watch", "watch"),
+}
+
+
+class Commands(Group):
+    """The top group: its commands are named in COMMANDS and each is imported on first ask."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module, name = COMMANDS[cmd_name]
+        command: click.Command = getattr(
+            __import__(f"agentcfg.commands.{module}", fromlist=[name]), name
+        )
+        return command
+
+
+@click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="agentcfg")
 def cli() -> None:
     """Keep an AI coding agent working on the roadmap it claimed, until the work is done."""
-
-
-def _register() -> None:
-    from agentcfg.commands import (
-        checkpoints,
-        controls,
-        doctor,
-        hook,
-        leases,
-        report,
-        roadmap,
-        run,
-        sessions,
-        watch,
-        wiring,
-    )
-
-    for group in (
-        roadmap.roadmap,
-        sessions.sessions,
-        report.report,
-        wiring.hooks,
-        doctor.doctor,
-        hook.hook,
-        controls.stop,
-        controls.resume,
-        watch.watch,
-        leases.leases,
-        run.run,
-        checkpoints.checkpoints_command,
-        checkpoints.rollback,
-    ):
-        cli.add_command(group)
-
-
-_register()

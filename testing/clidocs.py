@@ -29,8 +29,9 @@ def helps(
     ctx = click.Context(command, info_name=path[-1], parent=parent, **settings)
     yield " ".join(path), command.get_help(ctx)
     if isinstance(command, click.Group):
-        for name, sub in sorted(command.commands.items()):
-            if not sub.hidden:
+        for name in command.list_commands(ctx):
+            sub = command.get_command(ctx, name)
+            if sub is not None and not sub.hidden:
                 yield from helps(sub, (*path, name), ctx)
 
 

@@ -17,9 +17,18 @@ README = (REPO / "README.md").read_text()
 CITATION = re.compile(r"\b(docs/[\w.-]+\.md)(?:,\s+section\s+(\d+))?")
 
 
+def subcommands(group: click.Group) -> Iterator[tuple[str, click.Command]]:
+    """A group's commands by name, as click finds them (the top group imports each on ask)."""
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        assert command is not None, name
+        yield name, command
+
+
 def commands(group: click.Group, prefix: tuple[str, ...] = ()) -> Iterator[str]:
     """Every command a person can type, as `agentcfg <group> <command>`, groups walked down."""
-    for name, command in sorted(group.commands.items()):
+    for name, command in subcommands(group):
         if command.hidden:
             continue
         path = (*prefix, name)
@@ -34,6 +43,22 @@ def test_every_command_appears_in_the_readme(command: str) -> None:
     assert re.search(re.escape(command) + r"(?![\w-])", README), (
         f"`{command}` is not in README.md: give it a line where its group is described"
     )
+
+
+def test_the_top_group_names_every_command_the_command_modules_define() -> None:
+    """A command no group holds is one `agentcfg` should offer: cli.COMMANDS names it."""
+    import importlib
+    import pkgutil
+
+    import agentcfg.commands
+
+    defined: list[click.Command] = []
+    for info in pkgutil.iter_modules(agentcfg.commands.__path__):
+        module = importlib.import_module(f"agentcfg.commands.{info.name}")
+        defined += [v for v in vars(module).values() if isinstance(v, click.Command)]
+    held = {id(c) for g in defined if isinstance(g, click.Group) for c in g.commands.values()}
+    top = {c.name: c for c in defined if id(c) not in held}
+    assert top == dict(subcommands(cli))
 
 
 def test_the_walk_reaches_nested_commands() -> None:
@@ -99,7 +124,7 @@ def test_the_readme_explains_each_execution_mode() -> None:
 
 
 def every_command(group: click.Group) -> Iterator[tuple[str, click.Command]]:
-    for name, command in sorted(group.commands.items()):
+    for name, command in subcommands(group):
         if command.hidden:
             continue
         if isinstance(command, click.Group):
