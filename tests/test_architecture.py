@@ -237,8 +237,6 @@ def test_a_read_of_the_wall_clock_is_found() -> None:
 OTHER_SERIALISERS = {"as_dict", "to_dict", "from_dict", "as_json", "asdict", "dict_of"}
 FILES_JSON = {"read_json", "write_json", "emit_json"}  # a file's or stdout's JSON, no record's
 SERIALISERS_LEFT = {
-    # not converted yet: fleet/ is reworked beside the change that set the convention
-    "agentcfg/fleet/leases.py:lease_from_json",
     # the waiting steps of a roadmap with what each waits for: pairs of records, no record
     "agentcfg/core/order.py:waits_json",
 }

@@ -78,23 +78,24 @@ class Lease:
             "fence": self.fence,
         }
 
+    @classmethod
+    def from_json(cls, data: object) -> Lease | None:
+        """A lease from its record, or None when any field has the wrong shape."""
+        if not isinstance(data, dict):
+            return None
+        texts = [data.get(name) for name in ("slug", "step", "holder", "host", "machine")]
+        taken, expires, fence = (
+            parse_iso(data.get("taken")),
+            parse_iso(data.get("expires")),
+            data.get("fence"),
+        )
+        if not all(isinstance(t, str) for t in texts) or taken is None or expires is None:
+            return None
+        if type(fence) is not int or fence < 0:
+            return None
+        slug, step, holder, host, machine = (str(t) for t in texts)
+        return cls(slug, step, holder, host, machine, taken, expires, fence)
 
-def lease_from_json(data: object) -> Lease | None:
-    """A lease from its record, or None when any field has the wrong shape."""
-    if not isinstance(data, dict):
-        return None
-    texts = [data.get(name) for name in ("slug", "step", "holder", "host", "machine")]
-    taken, expires, fence = (
-        parse_iso(data.get("taken")),
-        parse_iso(data.get("expires")),
-        data.get("fence"),
-    )
-    if not all(isinstance(t, str) for t in texts) or taken is None or expires is None:
-        return None
-    if type(fence) is not int or fence < 0:
-        return None
-    slug, step, holder, host, machine = (str(t) for t in texts)
-    return Lease(slug, step, holder, host, machine, taken, expires, fence)
 
 
 def name_ok(part: str) -> bool:
@@ -137,7 +138,7 @@ def _recorded(commit: str, ref: str) -> Lease | None:
         data = json.loads(message[:RECORD_LIMIT])
     except ValueError:
         return None
-    lease = lease_from_json(data)
+    lease = Lease.from_json(data)
     return lease if lease is not None and ref == f"{PREFIX}/{lease.slug}/{lease.step}" else None
 
 
