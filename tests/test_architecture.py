@@ -110,6 +110,8 @@ CACHES = {
     "agentcfg.core.digest._SHA256": "the sha256 constructor, found on first use",
     "agentcfg.core.digest._PADS": "an HMAC key's padded digests, by key",
     "agentcfg.core.roadmap._COMPILED": "compiled patterns, by pattern",
+    "agentcfg.fleet.integrate._IDENTIFIED": "whether git knows a committer, by checkout and env",
+    "agentcfg.fleet.leases._OPENED": "the lease stores opened, by repository and remote",
     "agentcfg.hosts.registry._CHECKED": "the host modules checked for their roles, once each",
     "agentcfg.transcript._READ": "a transcript's tail, read once per fire",
 }

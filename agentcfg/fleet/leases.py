@@ -19,6 +19,7 @@ import os
 import re
 import socket
 import subprocess
+from urllib.parse import unquote, urlsplit
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,9 @@ IDENTITY = {
     "GIT_COMMITTER_EMAIL": "agentcfg@localhost",
 }
 GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **IDENTITY}
+# the stores opened in this process, by repository and remote: opening one asks git twice, and
+# a fleet's member opens its store again for each lease it takes, renews, reads and gives back
+_OPENED: dict[tuple[Path, str | None], Store] = {}
 # a ref name part git accepts as is: no leading dot, no "..", no ".lock" or "." at the end
 _PART = re.compile(r"(?!\.)(?!.*\.\.)(?!.*\.lock$)(?!.*\.$)[A-Za-z0-9._-]{1,200}")
 
@@ -142,6 +146,18 @@ def _recorded(commit: str, ref: str) -> Lease | None:
     return lease if lease is not None and ref == f"{PREFIX}/{lease.slug}/{lease.step}" else None
 
 
+def _folder_of(repo: Path, url: str) -> Path | None:
+    """The folder a remote's URL names on this machine (a bare repository, or a checkout's
+    .git), or None for a remote reached by a network."""
+    if url.startswith("file://"):
+        path = Path(unquote(urlsplit(url).path))
+    elif "://" in url or ":" in url.partition("/")[0]:  # a URL, or ssh's host:path
+        return None
+    else:
+        path = repo / url
+    return path / ".git" if (path / ".git").is_dir() else path
+
+
 def machine_name() -> str:
     return socket.gethostname() or "unknown"
 
@@ -155,19 +171,35 @@ class Store:
         self.repo = repo
         self.coordinate = coordinate
         self._empty: str | None = None
+        self._home: Path | None = None  # the folder of the git repository that holds the leases
 
     @classmethod
     def open(cls, repo: Path, coordinate: str | None = None) -> Store:
         """The store of the git repository at `repo`; LeaseError when there is none, or when
-        `coordinate` names no remote of it."""
+        `coordinate` names no remote of it. Opened once a process for each repository."""
+        known = _OPENED.get((repo, coordinate))
+        if known is not None:
+            return known
         store = cls(repo, coordinate)
-        if store._git("rev-parse", "--git-dir", check=False).returncode != 0:
+        found = store._git("rev-parse", "--path-format=absolute", "--git-common-dir", check=False)
+        if found.returncode != 0:
             raise LeaseError(f"{repo} is not in a git repository: leases live in git refs")
-        if coordinate is not None and (
-            store._git("remote", "get-url", "--", coordinate, check=False).returncode != 0
-        ):
-            raise LeaseError(f"`{coordinate}` is not a remote of {repo} (see `git remote -v`)")
+        store._home = Path(found.stdout.strip())
+        if coordinate is not None:
+            url = store._git("remote", "get-url", "--", coordinate, check=False)
+            if url.returncode != 0:
+                raise LeaseError(f"`{coordinate}` is not a remote of {repo} (see `git remote -v`)")
+            store._home = _folder_of(repo, url.stdout.strip())
+        _OPENED[(repo, coordinate)] = store
         return store
+
+    def watched(self, *refs: str) -> list[Path]:
+        """The files that change when one of `refs`, or a ref below it, moves in the repository
+        that holds the leases: its loose refs and its packed refs. None when that repository
+        is not a folder on this machine (a remote reached by a network)."""
+        if self._home is None:
+            return []
+        return [*(self._home / ref for ref in refs), self._home / "packed-refs"]
 
     # --- reading
 
@@ -197,26 +229,34 @@ class Store:
         for _ in range(5):  # a ref that moves between listing and fetching is listed again
             listed = self._git("ls-remote", "--refs", self.coordinate, f"{ref}/*" if under else ref)
             heads = _parse_heads(listed.stdout, ref, under)
-            if heads:  # bring the records here; fetching by ref name needs no server setting
+            missing = self._missing(heads)
+            if missing:  # bring the records not here yet; by ref name needs no server setting
                 self._git(
                     "fetch",
                     "--quiet",
                     "--no-tags",
                     "--no-write-fetch-head",
                     self.coordinate,
-                    *heads,
+                    *missing,
                 )
-            if self._present(list(heads.values())):
+            if not missing or not self._missing(missing):
                 return heads
         raise LeaseError(f"the leases on {self.coordinate} kept moving while being read")
 
-    def _present(self, commits: list[str]) -> bool:
-        """Whether every one of `commits` is here now, asked of one git process."""
-        if not commits:
-            return True
-        listing = "".join(f"{commit}\n" for commit in commits).encode()
+    def _missing(self, heads: dict[str, str]) -> dict[str, str]:
+        """The refs of `heads` whose commit is not here, asked of one git process: the records
+        this machine's members wrote are here already."""
+        if not heads:
+            return {}
+        listing = "".join(f"{commit}\n" for commit in heads.values()).encode()
         told = self._bytes("cat-file", "--batch-check", stdin=listing).splitlines()
-        return len(told) == len(commits) and not any(line.endswith(b" missing") for line in told)
+        if len(told) != len(heads):
+            return dict(heads)
+        return {
+            ref: commit
+            for (ref, commit), line in zip(heads.items(), told, strict=True)
+            if line.endswith(b" missing")
+        }
 
     def _lease(self, commit: str, ref: str) -> Lease | None:
         """The lease `commit` records; None when unreadable, or when it is not `ref`'s own."""
