@@ -19,10 +19,10 @@ import os
 import re
 import socket
 import subprocess
-from urllib.parse import unquote, urlsplit
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from agentcfg.core.times import format_duration, iso, parse_iso
 from agentcfg.errors import LeaseError
@@ -99,7 +99,6 @@ class Lease:
             return None
         slug, step, holder, host, machine = (str(t) for t in texts)
         return cls(slug, step, holder, host, machine, taken, expires, fence)
-
 
 
 def name_ok(part: str) -> bool:

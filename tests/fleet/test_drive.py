@@ -143,10 +143,11 @@ def test_a_step_closed_between_a_members_sync_and_its_lease_is_given_back(
     assert [step for _, step in first] == ["1.1"]
     real_sync, synced = fleet_run.sync, []
 
-    def stale_first(plan_: Fleet, member: Workspace, n: int) -> None:
+    def stale_first(plan_: Fleet, member: Workspace, n: int, tip: str | None = None) -> str:
         if synced:  # the first look is the one taken before member 1 closed 1.1
-            real_sync(plan_, member, n)
+            return real_sync(plan_, member, n, tip)
         synced.append(n)
+        return ""  # no tip: the look saw the branch as it was before
 
     monkeypatch.setattr(fleet_run, "sync", stale_first)
     worked: list[tuple[str, str]] = []
