@@ -633,6 +633,19 @@ def run_fleet(
         codes = wait_members(procs, lambda: _none_open(ws, the_fleet.slug))
     finally:
         _remove(the_fleet, len(members))
+    return _fleet_end(ws, the_fleet, done_before, codes, env, say)
+
+
+def _fleet_end(
+    ws: Workspace,
+    the_fleet: Fleet,
+    done_before: int,
+    codes: list[int],
+    env: Mapping[str, str],
+    say: Callable[[str], None],
+) -> int:
+    """Once every member has ended: the final re-proof when every step is done, the fleet's
+    ending in the ledger and in one line, and the command's exit code."""
     counts = scan(loading.load(ws, the_fleet.slug)).counts
     closed = max(0, counts.done - done_before)  # on the fleet's branch, by every machine
     ending = events.COMPLETE if counts.open == 0 and counts.blocked == 0 else (
@@ -651,7 +664,7 @@ def run_fleet(
     reopened = sum(1 for e in records if e.get("event") == events.REOPENED)
     _log(ws, events.FLEET_END, the_fleet.slug, ending=ending, members=codes)
     where = f"{plural(integrated, 'step')} integrated"
-    if coordinate is not None:
+    if the_fleet.coordinate is not None:
         where += f" here, {max(0, closed - integrated)} by other machines"
     say(
         f"fleet on `{the_fleet.slug}`: {ending}; {where}, {reopened} reopened, "
