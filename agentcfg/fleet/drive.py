@@ -236,12 +236,13 @@ def member_loop(
     timeout: float,
     sleep: Callable[[float], None] | None = None,
     say: Callable[[str], None] = print,
+    poll: float = POLL,
 ) -> int:
     """One member's whole part: step after step until nothing is left open to the fleet.
 
     With no step ready (each open one waits for a step another member holds), it waits and
-    says on what: `sleep(POLL)`, or by default until a lease or the fleet's branch moves (at
-    most POLL). Returns 0 when the fleet's roadmap has no open step, LEFT_TO_A_PERSON when
+    says on what: `sleep(poll)`, or by default until a lease or the fleet's branch moves (at
+    most `poll` seconds). Returns 0 when the fleet's roadmap has no open step, LEFT_TO_A_PERSON when
     the open steps left were all reopened too often or wait for steps no one works on (ones
     reopened too often, blocked ones, each other), else the host run's exit code."""
     main = Workspace(plan_.root)
@@ -267,9 +268,9 @@ def member_loop(
             if turns.idle:  # a second look, at once
                 continue
             if sleep is not None:
-                sleep(POLL)
+                sleep(poll)
             else:  # leases given back or run out, and integrations make steps ready
-                wait_for_change(watched, before, POLL)
+                wait_for_change(watched, before, poll)
             continue
         turns.idle = 0
         # Another member may have closed the step since the sync above and given its lease
