@@ -234,7 +234,7 @@ def member_loop(
     env: Mapping[str, str],
     *,
     timeout: float,
-    sleep: Callable[[float], None] | None = None,
+    sleep: Callable[[float], object] | None = None,
     say: Callable[[str], None] = print,
     poll: float = POLL,
 ) -> int:
