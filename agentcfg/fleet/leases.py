@@ -205,30 +205,29 @@ class Store:
     def read(self, slug: str, step: str) -> tuple[str | None, Lease | None]:
         """The lease ref's commit (None: never leased) and the lease it records."""
         ref = ref_of(slug, step)
-        if self.coordinate is None:
-            return self._local(ref, under=False).get(ref, (None, None))
-        commit = self._heads(ref).get(ref)
-        return commit, None if commit is None else self._lease(commit, ref)
+        return self._records(ref, under=False).get(ref, (None, None))
+
+    def records(self, slug: str) -> dict[str, tuple[str, Lease | None]]:
+        """Each lease ref of `slug`: its commit and the lease it records (None: unreadable),
+        as `read` reads one, read at once."""
+        return self._records(ref_of(slug, "x").rpartition("/")[0], under=True)
 
     def all(self, slug: str | None = None) -> list[Lease]:
         """Every lease record under `slug` (or every slug), released ones included."""
         pattern = PREFIX if slug is None else ref_of(slug, "x").rpartition("/")[0]
-        if self.coordinate is None:
-            leases = [lease for _, lease in self._local(pattern, under=True).values()]
-        else:
-            leases = self._leases(self._heads(pattern, under=True))
+        leases = [lease for _, lease in self._records(pattern, under=True).values()]
         return sorted(
             (lease for lease in leases if lease is not None), key=lambda x: (x.slug, x.step)
         )
 
-    def _heads(self, ref: str, under: bool = False) -> dict[str, str]:
+    def _records(self, ref: str, under: bool) -> dict[str, tuple[str, Lease | None]]:
+        """The refs at `ref` (or below it), each one's commit and the lease it records."""
         if self.coordinate is None:
-            out = self._git("for-each-ref", "--format=%(objectname) %(refname)", ref).stdout
-            return _parse_heads(out, ref, under)
+            return self._local(ref, under)
         for _ in range(5):  # a ref that moves between listing and fetching is listed again
             listed = self._git("ls-remote", "--refs", self.coordinate, f"{ref}/*" if under else ref)
             heads = _parse_heads(listed.stdout, ref, under)
-            missing = self._missing(heads)
+            found, missing = self._read_here(heads)
             if missing:  # bring the records not here yet; by ref name needs no server setting
                 self._git(
                     "fetch",
@@ -238,54 +237,41 @@ class Store:
                     self.coordinate,
                     *missing,
                 )
-            if not missing or not self._missing(missing):
-                return heads
+                fetched, missing = self._read_here(missing)
+                found.update(fetched)
+            if not missing:
+                return {name: found[name] for name in heads}
         raise LeaseError(f"the leases on {self.coordinate} kept moving while being read")
 
-    def _missing(self, heads: dict[str, str]) -> dict[str, str]:
-        """The refs of `heads` whose commit is not here, asked of one git process: the records
-        this machine's members wrote are here already."""
+    def _read_here(
+        self, heads: dict[str, str]
+    ) -> tuple[dict[str, tuple[str, Lease | None]], dict[str, str]]:
+        """The lease each ref's commit records, read by one git process for them all (a fleet's
+        members list every lease of the roadmap before each take), and the refs whose commit
+        is not here: the records this machine's members wrote are here already."""
+        found: dict[str, tuple[str, Lease | None]] = {}
+        missing: dict[str, str] = {}
         if not heads:
-            return {}
-        listing = "".join(f"{commit}\n" for commit in heads.values()).encode()
-        told = self._bytes("cat-file", "--batch-check", stdin=listing).splitlines()
-        if len(told) != len(heads):
-            return dict(heads)
-        return {
-            ref: commit
-            for (ref, commit), line in zip(heads.items(), told, strict=True)
-            if line.endswith(b" missing")
-        }
-
-    def _lease(self, commit: str, ref: str) -> Lease | None:
-        """The lease `commit` records; None when unreadable, or when it is not `ref`'s own."""
-        result = self._git("cat-file", "commit", commit, check=False)
-        if result.returncode != 0:
-            return None
-        return _recorded(result.stdout, ref)
-
-    def _leases(self, heads: dict[str, str]) -> list[Lease | None]:
-        """The lease each ref's commit records, as `_lease` reads one, read by one git process
-        for them all: a fleet's members list every lease of the roadmap before each take."""
-        if not heads:
-            return []
+            return found, missing
         listing = "".join(f"{commit}\n" for commit in heads.values()).encode()
         out = self._bytes("cat-file", "--batch", stdin=listing)
-        found: list[Lease | None] = []
         at = 0
-        for ref in heads:
+        for ref, commit in heads.items():
             end = out.find(b"\n", at)
             header = out[at:end].split() if end >= 0 else []
-            if len(header) != 3 or not header[2].isdigit():  # missing, or not what git says
-                found.append(None)
-                at = end + 1 if end >= 0 else len(out)
+            at = end + 1 if end >= 0 else len(out)
+            if header[1:] == [b"missing"]:
+                missing[ref] = commit
+                continue
+            if len(header) != 3 or not header[2].isdigit():  # not what git says of an object
+                found[ref] = (commit, None)
                 continue
             size = int(header[2])
-            body = out[end + 1 : end + 1 + size]
-            at = end + 1 + size + 1  # the object, then its newline
+            body = out[at : at + size]
+            at += size + 1  # the object, then its newline
             text = body.decode("utf-8", "replace")
-            found.append(_recorded(text, ref) if header[1] == b"commit" else None)
-        return found
+            found[ref] = (commit, _recorded(text, ref) if header[1] == b"commit" else None)
+        return found, missing
 
     def _local(self, ref: str, under: bool) -> dict[str, tuple[str, Lease | None]]:
         """This repository's refs at `ref` (or below it): each one's commit and the lease it
@@ -322,12 +308,22 @@ class Store:
     # --- writing
 
     def take(
-        self, slug: str, step: str, holder: str, *, host: str, now: float, ttl: float = TTL
+        self,
+        slug: str,
+        step: str,
+        holder: str,
+        *,
+        host: str,
+        now: float,
+        ttl: float = TTL,
+        seen: tuple[str | None, Lease | None] | None = None,
     ) -> Lease | None:
         """The step's lease for `holder`, or None while another holder's lease is live (or
-        another taker won the race). Taking a lease one already holds renews it."""
+        another taker won the race). Taking a lease one already holds renews it. `seen`: the
+        ref's commit and record as a listing read them a moment ago, not read again; had the
+        ref moved since, the swap over that commit fails and nothing is taken."""
         check_ttl(ttl)
-        old, current = self.read(slug, step)
+        old, current = self.read(slug, step) if seen is None else seen
         if current is not None and current.live(now) and current.holder != holder:
             return None
         if current is not None and current.live(now):  # already this holder's: renewed
