@@ -188,26 +188,28 @@ def sync(plan_: Fleet, member: Workspace, n: int, synced: str | None = None) -> 
     tip. Given the tip an earlier sync left it at, a worktree whose branch has not moved since
     is left as it is."""
     if plan_.coordinate is not None:
-        _fetch_tip(plan_, n)
-    tip = _git(plan_.root, "rev-parse", "--verify", "--quiet", plan_.into).stdout.strip()
+        tip = _fetch_tip(plan_, n)
+    else:
+        tip = _git(plan_.root, "rev-parse", "--verify", "--quiet", plan_.into).stdout.strip()
     if tip != synced:
         _git(member.root, "reset", "--quiet", "--hard", tip)
         _git(member.root, "clean", "--quiet", "-fd", f"--exclude={STATE}/")
     return tip
 
 
-def _fetch_tip(plan_: Fleet, n: int) -> None:
+def _fetch_tip(plan_: Fleet, n: int) -> str:
     """The remote's tip of the fleet's branch into member `n`'s own ref, with no lock; the
     checkout of the fleet's branch brought to it (under the integration lock, a fast-forward)
-    only when it is not there already."""
+    only when it is not there already. The fleet's branch's tip here."""
     fetched = f"refs/agentcfg/fetched/{plan_.slug}/{n}"
     _git(plan_.root, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--refmap=",
          plan_.coordinate or "", f"+refs/heads/{plan_.into}:{fetched}")  # fmt: skip
     tips = _git(plan_.root, "rev-parse", fetched, plan_.into, check=False).stdout.split()
     if len(tips) == 2 and tips[0] == tips[1]:
-        return
+        return tips[1]
     with _integration_lock(plan_):  # the checkout of the fleet's branch moves
         _git(plan_.root, "merge", "--quiet", "--ff-only", fetched, check=False)
+        return _git(plan_.root, "rev-parse", "--verify", "--quiet", plan_.into).stdout.strip()
 
 
 def _catch_up(plan_: Fleet) -> None:
@@ -757,6 +759,9 @@ def _remove(plan_: Fleet, agents: int) -> None:
     for n in range(1, agents + 1):
         _git(plan_.root, "worktree", "remove", "--force", str(plan_.worktree(n)), check=False)
         _git(plan_.root, "branch", "-D", plan_.branch(n), check=False)
+        if plan_.coordinate is not None:  # the remote's tip as the member last fetched it
+            _git(plan_.root, "update-ref", "-d", f"refs/agentcfg/fetched/{plan_.slug}/{n}",
+                 check=False)  # fmt: skip
     _git(plan_.root, "worktree", "prune", check=False)
 
 
