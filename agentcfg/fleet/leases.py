@@ -180,10 +180,10 @@ class Store:
         if known is not None:
             return known
         store = cls(repo, coordinate)
-        found = store._git("rev-parse", "--path-format=absolute", "--git-common-dir", check=False)
+        found = store._git("rev-parse", "--git-common-dir", check=False)
         if found.returncode != 0:
             raise LeaseError(f"{repo} is not in a git repository: leases live in git refs")
-        store._home = Path(found.stdout.strip())
+        store._home = repo / found.stdout.strip()  # told relative to `repo`, or absolute
         if coordinate is not None:
             url = store._git("remote", "get-url", "--", coordinate, check=False)
             if url.returncode != 0:
