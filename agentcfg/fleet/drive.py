@@ -244,9 +244,10 @@ def member_loop(
 
     With no step ready (each open one waits for a step another member holds), it waits and
     says on what: `sleep(poll)`, or by default until a lease or the fleet's branch moves (at
-    most `poll` seconds). Returns 0 when the fleet's roadmap has no open step, LEFT_TO_A_PERSON when
-    the open steps left were all reopened too often or wait for steps no one works on (ones
-    reopened too often, blocked ones, each other), else the host run's exit code."""
+    most `poll` seconds). Returns 0 when the fleet's roadmap has no open step,
+    LEFT_TO_A_PERSON when the open steps left were all reopened too often or wait for steps no
+    one works on (ones reopened too often, blocked ones, each other), else the host run's
+    exit code."""
     main = Workspace(plan_.root)
     turns = _Turns()
     watched = Store.open(plan_.root, plan_.coordinate).watched(

@@ -194,8 +194,8 @@ class Store:
 
     def watched(self, *refs: str) -> list[Path]:
         """The files that change when one of `refs`, or a ref below it, moves in the repository
-        that holds the leases: its loose refs and its packed refs. None when that repository
-        is not a folder on this machine (a remote reached by a network)."""
+        that holds the leases: its loose refs and its packed refs. None at all when that
+        repository is not a folder on this machine (a remote reached by a network)."""
         if self._home is None:
             return []
         return [*(self._home / ref for ref in refs), self._home / "packed-refs"]
