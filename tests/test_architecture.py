@@ -110,6 +110,8 @@ CACHES = {
     "agentcfg.core.digest._SHA256": "the sha256 constructor, found on first use",
     "agentcfg.core.digest._PADS": "an HMAC key's padded digests, by key",
     "agentcfg.core.roadmap._COMPILED": "compiled patterns, by pattern",
+    "agentcfg.fleet.integrate._IDENTIFIED": "whether git knows a committer, by checkout and env",
+    "agentcfg.fleet.leases._OPENED": "the lease stores opened, by repository and remote",
     "agentcfg.hosts.registry._CHECKED": "the host modules checked for their roles, once each",
     "agentcfg.transcript._READ": "a transcript's tail, read once per fire",
 }
@@ -237,8 +239,6 @@ def test_a_read_of_the_wall_clock_is_found() -> None:
 OTHER_SERIALISERS = {"as_dict", "to_dict", "from_dict", "as_json", "asdict", "dict_of"}
 FILES_JSON = {"read_json", "write_json", "emit_json"}  # a file's or stdout's JSON, no record's
 SERIALISERS_LEFT = {
-    # not converted yet: fleet/ is reworked beside the change that set the convention
-    "agentcfg/fleet/leases.py:lease_from_json",
     # the waiting steps of a roadmap with what each waits for: pairs of records, no record
     "agentcfg/core/order.py:waits_json",
 }

@@ -13,11 +13,12 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentcfg import install, loading, state
@@ -32,7 +33,7 @@ from agentcfg.core.times import wall_clock
 from agentcfg.errors import AgentcfgError, InstallError, IntegrationError, LeaseError, LeaseHeld
 from agentcfg.fleet import steps as fleet
 from agentcfg.fleet.integrate import Integration, has_identity, integrate
-from agentcfg.fleet.leases import IDENTITY, TTL, Lease, Store
+from agentcfg.fleet.leases import IDENTITY, PREFIX, TTL, Lease, Store
 from agentcfg.hosts.defaults import settings_hook
 from agentcfg.hosts.registry import adapter
 from agentcfg.paths import LOCKS, ROADMAPS, STATE, WORKTREES
@@ -45,7 +46,8 @@ REOPEN_LIMIT = 2  # a step reopened this often is left to a person
 LEFT_TO_A_PERSON = events.EXIT_CODES[
     events.HANDBACK_QUESTION
 ]  # only such steps are left: a person's turn
-POLL = 2.0  # seconds between looks while every open step is leased by another member
+POLL = 2.0  # the longest wait between looks while every open step is another member's
+WATCH_EVERY = 0.05  # seconds between looks at the lease and branch refs while a member waits
 PUBLISH_TRIES = 5
 DONE_GRACE = 30.0  # seconds a member may still run once no step is open: it gives back and ends
 # a member's own end after SIGINT: its host's two graces and the wait for its output, and more
@@ -181,13 +183,33 @@ def _carry_trust(main: Workspace, member: Workspace, slug: str, env: Mapping[str
         evidence.write_baseline(member, slug, taken)
 
 
-def sync(plan_: Fleet, member: Workspace, n: int) -> None:
-    """The member's worktree and branch at the fleet branch's tip, its own files cleared."""
+def sync(plan_: Fleet, member: Workspace, n: int, synced: str | None = None) -> str:
+    """The member's worktree and branch at the fleet branch's tip, its own files cleared; the
+    tip. Given the tip an earlier sync left it at, a worktree whose branch has not moved since
+    is left as it is."""
     if plan_.coordinate is not None:
-        with _integration_lock(plan_):  # the checkout of the fleet's branch moves
-            _catch_up(plan_)
-    _git(member.root, "reset", "--quiet", "--hard", plan_.into)
-    _git(member.root, "clean", "--quiet", "-fd", f"--exclude={STATE}/")
+        tip = _fetch_tip(plan_, n)
+    else:
+        tip = _git(plan_.root, "rev-parse", "--verify", "--quiet", plan_.into).stdout.strip()
+    if tip != synced:
+        _git(member.root, "reset", "--quiet", "--hard", tip)
+        _git(member.root, "clean", "--quiet", "-fd", f"--exclude={STATE}/")
+    return tip
+
+
+def _fetch_tip(plan_: Fleet, n: int) -> str:
+    """The remote's tip of the fleet's branch into member `n`'s own ref, with no lock; the
+    checkout of the fleet's branch brought to it (under the integration lock, a fast-forward)
+    only when it is not there already. The fleet's branch's tip here."""
+    fetched = f"refs/agentcfg/fetched/{plan_.slug}/{n}"
+    _git(plan_.root, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--refmap=",
+         plan_.coordinate or "", f"+refs/heads/{plan_.into}:{fetched}")  # fmt: skip
+    tips = _git(plan_.root, "rev-parse", fetched, plan_.into, check=False).stdout.split()
+    if len(tips) == 2 and tips[0] == tips[1]:
+        return tips[1]
+    with _integration_lock(plan_):  # the checkout of the fleet's branch moves
+        _git(plan_.root, "merge", "--quiet", "--ff-only", fetched, check=False)
+        return _git(plan_.root, "rev-parse", "--verify", "--quiet", plan_.into).stdout.strip()
 
 
 def _catch_up(plan_: Fleet) -> None:
@@ -195,6 +217,15 @@ def _catch_up(plan_: Fleet) -> None:
     fast-forward (under the integration lock)."""
     _git(plan_.root, "fetch", "--quiet", plan_.coordinate or "", plan_.into)
     _git(plan_.root, "merge", "--quiet", "--ff-only", "FETCH_HEAD", check=False)
+
+
+@dataclass
+class _Turns:
+    """What a member keeps from one look at the fleet to the next."""
+
+    mine: list[str] = field(default_factory=list)  # the steps this member integrated
+    told: list[object] = field(default_factory=lambda: [None])  # the wait last told, once each
+    idle: int = 0  # looks in a row that found nothing ready and nothing in progress
 
 
 def member_loop(
@@ -205,114 +236,191 @@ def member_loop(
     env: Mapping[str, str],
     *,
     timeout: float,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], object] | None = None,
     say: Callable[[str], None] = print,
+    poll: float = POLL,
 ) -> int:
     """One member's whole part: step after step until nothing is left open to the fleet.
 
     With no step ready (each open one waits for a step another member holds), it waits and
-    says on what. Returns 0 when the fleet's roadmap has no open step, LEFT_TO_A_PERSON when
-    the open steps left were all reopened too often or wait for steps no one works on (ones
-    reopened too often, blocked ones, each other), else the host run's exit code."""
+    says on what: `sleep(poll)`, or by default until a lease or the fleet's branch moves (at
+    most `poll` seconds). Returns 0 when the fleet's roadmap has no open step,
+    LEFT_TO_A_PERSON when the open steps left were all reopened too often or wait for steps no
+    one works on (ones reopened too often, blocked ones, each other), else the host run's
+    exit code."""
     main = Workspace(plan_.root)
-    told: list[object] = [None]  # the wait last told, so that each is told once
-    idle = 0  # looks in a row that found nothing ready and nothing in progress
-    mine: list[str] = []  # the steps this member integrated
+    turns = _Turns()
+    watched = Store.open(plan_.root, plan_.coordinate).watched(
+        f"{PREFIX}/{plan_.slug}", f"refs/heads/{plan_.into}"
+    )
     while True:
-        sync(plan_, member, n)
+        before = look(watched)  # taken before anything is read: what moves after it wakes a wait
+        tip = sync(plan_, member, n)
         written = hook_for(plan_.host, member, env)  # the sync cleared what the fleet wrote
         roadmap = loading.load(member, plan_.slug)
-        still_open = {step.id for step in roadmap.steps if step.is_open}
-        if not still_open:
-            say(_member_end(plan_, mine, "no step is left open on the fleet's branch"))
-            return 0
         excluded = _reopened_too_often(main, plan_.slug)
-        if still_open <= excluded:
-            left = ", ".join(sorted(still_open))
-            say(_member_end(plan_, mine, f"the steps left open ({left}) wait for a person"))
-            return LEFT_TO_A_PERSON
+        ended = _nothing_left(plan_, roadmap, excluded, turns, say)
+        if ended is not None:
+            return ended
         found = readiness(roadmap)
-        lease = None
-        if {step.id for step in found.ready} - excluded:
-            with contextlib.suppress(LeaseHeld):  # every ready step is another member's
-                lease = fleet.join(
-                    member,
-                    plan_.slug,
-                    fleet.AUTO,
-                    host=plan_.host,
-                    coordinate=plan_.coordinate,
-                    now=wall_clock(),
-                    ttl=plan_.ttl,
-                    exclude=excluded,
-                    ledger=main,
-                    member=n,
-                )
+        lease = _lease_ready(plan_, member, n, found, excluded)
         if lease is None:
-            busy = fleet.held(member, plan_.slug, plan_.coordinate, wall_clock())
-            if busy:
-                idle = 0
-                _waiting(plan_, main, n, found, busy, told, say)
-                sleep(POLL)  # leases run out, and integrations make steps ready
+            ended = _none_leased(plan_, member, n, found, turns, say)
+            if ended is not None:
+                return ended
+            if turns.idle:  # a second look, at once
                 continue
-            idle += 1  # a second look, after a sync, sees what was integrated meanwhile
-            if idle < 2:
-                continue
-            say(
-                f"member {n}: no step of `{plan_.slug}` can start and none is in progress: "
-                f"{waits_line(found.waiting) or 'the steps left were reopened too often'}"
-            )
-            return LEFT_TO_A_PERSON
-        idle = 0
+            if sleep is not None:
+                sleep(poll)
+            else:  # leases given back or run out, and integrations make steps ready
+                wait_for_change(watched, before, poll)
+            continue
+        turns.idle = 0
         # Another member may have closed the step since the sync above and given its lease
         # back just before this one was taken: a second look at the fleet's branch tells.
-        sync(plan_, member, n)
-        if lease.step not in {
+        if sync(plan_, member, n, tip) != tip and lease.step not in {
             step.id for step in loading.load(member, plan_.slug).steps if step.is_open
         }:
             fleet.leave(member, plan_.slug, wall_clock())
             continue
-        ending, code = work(member, lease)
-        if ending != events.COMPLETE:
-            fleet.leave(member, plan_.slug, wall_clock())
-            say(_member_end(plan_, mine, f"step {lease.step} ended {ending}"))
-            return code
-        _commit(member, f"agentcfg: {plan_.slug} step {lease.step}", written)
-        try:
-            fleet.require_lease(member, plan_.slug, lease.step)
-        except LeaseError as lost:
-            _log(main, events.LEASE_LOST, plan_.slug, step=lease.step, member=n, why=str(lost))
-            say(f"step {lease.step} not integrated: {lost}; the fleet goes on")
-            continue
-        result = _integrate(plan_, member, n, lease, env, timeout)
-        if result.outcome == "integrated":
-            _log(
-                main,
-                events.INTEGRATED,
-                plan_.slug,
-                step=lease.step,
-                member=n,
-                branch=plan_.branch(n),
-                commit=result.commit,
-                unticked=list(result.unticked),
-            )
-            mine.append(lease.step)
-            say(f"step {lease.step} integrated into `{plan_.into}`; the fleet goes on")
-        else:
-            kept = f"agentcfg/{plan_.slug}/kept/{lease.step}-{n}"
-            _git(plan_.root, "branch", "--force", kept, plan_.branch(n))
-            _log(
-                main,
-                events.REOPENED,
-                plan_.slug,
-                step=lease.step,
-                member=n,
-                branch=kept,
-                reason=result.outcome,
-                detail=result.detail,
-            )
-            why = result.outcome + (f": {result.detail}" if result.detail else "")
-            say(f"step {lease.step} reopened ({why}), its work kept on `{kept}`; the fleet goes on")
+        ended = _do_step(plan_, member, n, lease, work, env, timeout, written, turns, say)
+        if ended is not None:
+            return ended
+
+
+def _nothing_left(
+    plan_: Fleet,
+    roadmap: Roadmap,
+    excluded: frozenset[str],
+    turns: _Turns,
+    say: Callable[[str], None],
+) -> int | None:
+    """The member's exit code when no step is left open to it, after its last line; else None."""
+    still_open = {step.id for step in roadmap.steps if step.is_open}
+    if not still_open:
+        say(_member_end(plan_, turns.mine, "no step is left open on the fleet's branch"))
+        return 0
+    if still_open <= excluded:
+        left = ", ".join(sorted(still_open))
+        say(_member_end(plan_, turns.mine, f"the steps left open ({left}) wait for a person"))
+        return LEFT_TO_A_PERSON
+    return None
+
+
+def _lease_ready(
+    plan_: Fleet, member: Workspace, n: int, found: Readiness, excluded: frozenset[str]
+) -> Lease | None:
+    """The lease of the first ready step no one holds; None when every one is another's."""
+    if not {step.id for step in found.ready} - excluded:
+        return None
+    with contextlib.suppress(LeaseHeld):  # every ready step is another member's
+        return fleet.join(
+            member,
+            plan_.slug,
+            fleet.AUTO,
+            host=plan_.host,
+            coordinate=plan_.coordinate,
+            now=wall_clock(),
+            ttl=plan_.ttl,
+            exclude=excluded,
+            ledger=Workspace(plan_.root),
+            member=n,
+        )
+    return None
+
+
+def _none_leased(
+    plan_: Fleet,
+    member: Workspace,
+    n: int,
+    found: Readiness,
+    turns: _Turns,
+    say: Callable[[str], None],
+) -> int | None:
+    """With no step leased: None to look again (after a wait while others hold steps, which
+    is told once), or LEFT_TO_A_PERSON when no step can start and none is in progress."""
+    busy = fleet.held(member, plan_.slug, plan_.coordinate, wall_clock())
+    if busy:
+        turns.idle = 0
+        _waiting(plan_, Workspace(plan_.root), n, found, busy, turns.told, say)
+        return None
+    turns.idle += 1  # a second look, after a sync, sees what was integrated meanwhile
+    if turns.idle < 2:
+        return None
+    say(
+        f"member {n}: no step of `{plan_.slug}` can start and none is in progress: "
+        f"{waits_line(found.waiting) or 'the steps left were reopened too often'}"
+    )
+    return LEFT_TO_A_PERSON
+
+
+def _do_step(
+    plan_: Fleet, member: Workspace, n: int, lease: Lease, work: Work, env: Mapping[str, str],
+    timeout: float, written: Path | None, turns: _Turns, say: Callable[[str], None],
+) -> int | None:  # fmt: skip
+    """The host's work on the leased step, committed and integrated (or the step reopened),
+    the lease given back; the host run's exit code when it did not complete, else None."""
+    main = Workspace(plan_.root)
+    ending, code = work(member, lease)
+    if ending != events.COMPLETE:
         fleet.leave(member, plan_.slug, wall_clock())
+        say(_member_end(plan_, turns.mine, f"step {lease.step} ended {ending}"))
+        return code
+    _commit(member, f"agentcfg: {plan_.slug} step {lease.step}", written)
+    try:
+        fleet.require_lease(member, plan_.slug, lease.step)
+    except LeaseError as lost:
+        _log(main, events.LEASE_LOST, plan_.slug, step=lease.step, member=n, why=str(lost))
+        say(f"step {lease.step} not integrated: {lost}; the fleet goes on")
+        return None
+    result = _integrate(plan_, member, n, lease, env, timeout)
+    if result.outcome == "integrated":
+        _log(main, events.INTEGRATED, plan_.slug, step=lease.step, member=n,
+             branch=plan_.branch(n), commit=result.commit, unticked=list(result.unticked))  # fmt: skip
+        turns.mine.append(lease.step)
+        say(f"step {lease.step} integrated into `{plan_.into}`; the fleet goes on")
+    else:
+        kept = f"agentcfg/{plan_.slug}/kept/{lease.step}-{n}"
+        _git(plan_.root, "branch", "--force", kept, plan_.branch(n))
+        _log(main, events.REOPENED, plan_.slug, step=lease.step, member=n, branch=kept,
+             reason=result.outcome, detail=result.detail)  # fmt: skip
+        why = result.outcome + (f": {result.detail}" if result.detail else "")
+        say(f"step {lease.step} reopened ({why}), its work kept on `{kept}`; the fleet goes on")
+    fleet.leave(member, plan_.slug, wall_clock())
+    return None
+
+
+def look(paths: Sequence[Path]) -> tuple[object, ...]:
+    """What the files at `paths` (a folder: each file in it) are now, as far as a change to
+    any of them shows: each one's inode, size and time of change."""
+    seen: list[object] = []
+    for path in paths:
+        try:
+            found = path.stat()
+        except OSError:
+            seen.append(None)
+            continue
+        seen.append((found.st_ino, found.st_size, found.st_mtime_ns))
+        if stat.S_ISDIR(found.st_mode):
+            with contextlib.suppress(OSError), os.scandir(path) as entries:
+                for entry in entries:
+                    one = entry.stat(follow_symlinks=False)
+                    seen.append((entry.name, one.st_ino, one.st_size, one.st_mtime_ns))
+    return tuple(seen)
+
+
+def wait_for_change(
+    paths: Sequence[Path], before: tuple[object, ...], longest: float, every: float = WATCH_EVERY
+) -> bool:
+    """Wait until the files at `paths` are no longer as `before` saw them, looking every
+    `every` seconds, `longest` seconds at most; whether they changed. With nothing to watch
+    (leases on a remote reached by a network), the whole wait."""
+    deadline = time.monotonic() + longest
+    while time.monotonic() < deadline:
+        time.sleep(min(every, max(0.0, deadline - time.monotonic())))
+        if paths and look(paths) != before:
+            return True
+    return False
 
 
 def _member_end(plan_: Fleet, mine: list[str], why: str) -> str:
@@ -343,28 +451,12 @@ def _integration_lock(plan_: Fleet) -> contextlib.AbstractContextManager[None]:
 
 
 def _publish(plan_: Fleet) -> bool:
-    """Push the fleet's branch to the shared remote, only over the tip this machine last saw."""
+    """Push the fleet's branch to the shared remote, as a fast-forward only: a tip another
+    machine pushed that this one has not built on refuses it."""
     if plan_.coordinate is None:
         return True
-    seen = _git(plan_.root, "ls-remote", plan_.coordinate, f"refs/heads/{plan_.into}").stdout
-    expected = seen.split()[0] if seen.strip() else ""
-    head = _git(plan_.root, "rev-parse", "HEAD").stdout.strip()
-    if (
-        expected
-        and _git(plan_.root, "merge-base", "--is-ancestor", expected, head, check=False).returncode
-        != 0
-    ):
-        return False
-    pushed = _git(
-        plan_.root,
-        "push",
-        "--quiet",
-        "--porcelain",
-        f"--force-with-lease=refs/heads/{plan_.into}:{expected}",
-        plan_.coordinate,
-        f"HEAD:refs/heads/{plan_.into}",
-        check=False,
-    )
+    pushed = _git(plan_.root, "push", "--quiet", "--porcelain", plan_.coordinate,
+                  f"HEAD:refs/heads/{plan_.into}", check=False)  # fmt: skip
     return pushed.returncode == 0
 
 
@@ -545,6 +637,19 @@ def run_fleet(
         codes = wait_members(procs, lambda: _none_open(ws, the_fleet.slug))
     finally:
         _remove(the_fleet, len(members))
+    return _fleet_end(ws, the_fleet, done_before, codes, env, say)
+
+
+def _fleet_end(
+    ws: Workspace,
+    the_fleet: Fleet,
+    done_before: int,
+    codes: list[int],
+    env: Mapping[str, str],
+    say: Callable[[str], None],
+) -> int:
+    """Once every member has ended: the final re-proof when every step is done, the fleet's
+    ending in the ledger and in one line, and the command's exit code."""
     counts = scan(loading.load(ws, the_fleet.slug)).counts
     closed = max(0, counts.done - done_before)  # on the fleet's branch, by every machine
     ending = events.COMPLETE if counts.open == 0 and counts.blocked == 0 else (
@@ -563,7 +668,7 @@ def run_fleet(
     reopened = sum(1 for e in records if e.get("event") == events.REOPENED)
     _log(ws, events.FLEET_END, the_fleet.slug, ending=ending, members=codes)
     where = f"{plural(integrated, 'step')} integrated"
-    if coordinate is not None:
+    if the_fleet.coordinate is not None:
         where += f" here, {max(0, closed - integrated)} by other machines"
     say(
         f"fleet on `{the_fleet.slug}`: {ending}; {where}, {reopened} reopened, "
@@ -655,6 +760,9 @@ def _remove(plan_: Fleet, agents: int) -> None:
     for n in range(1, agents + 1):
         _git(plan_.root, "worktree", "remove", "--force", str(plan_.worktree(n)), check=False)
         _git(plan_.root, "branch", "-D", plan_.branch(n), check=False)
+        if plan_.coordinate is not None:  # the remote's tip as the member last fetched it
+            _git(plan_.root, "update-ref", "-d", f"refs/agentcfg/fetched/{plan_.slug}/{n}",
+                 check=False)  # fmt: skip
     _git(plan_.root, "worktree", "prune", check=False)
 
 

@@ -27,6 +27,9 @@ from agentcfg.paths import ROADMAPS
 from agentcfg.workspace import Workspace
 
 GIT_TIMEOUT = 120.0
+# whether git knows a committer's name, by checkout and environment: asked once a process, for
+# every merge and commit a fleet's member makes
+_IDENTIFIED: dict[tuple[Path, frozenset[tuple[str, str]]], bool] = {}
 
 
 @dataclass(frozen=True)
@@ -215,9 +218,12 @@ def _git(target: Path, *args: str, check: bool = True) -> subprocess.CompletedPr
 
 
 def has_identity(target: Path, env: Mapping[str, str]) -> bool:
-    """Whether git knows a name to put on a commit made in `target`."""
-    asked = subprocess.run(
-        ["git", "-C", str(target), "var", "GIT_COMMITTER_IDENT"],
-        capture_output=True, env=env, timeout=GIT_TIMEOUT, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-    return asked.returncode == 0
+    """Whether git knows a name to put on a commit made in `target` (asked once a process)."""
+    key = (target, frozenset(env.items()))
+    if key not in _IDENTIFIED:
+        asked = subprocess.run(
+            ["git", "-C", str(target), "var", "GIT_COMMITTER_IDENT"],
+            capture_output=True, env=env, timeout=GIT_TIMEOUT, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        _IDENTIFIED[key] = asked.returncode == 0
+    return _IDENTIFIED[key]

@@ -22,6 +22,7 @@ import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from agentcfg.core.times import format_duration, iso, parse_iso
 from agentcfg.errors import LeaseError
@@ -40,6 +41,9 @@ IDENTITY = {
     "GIT_COMMITTER_EMAIL": "agentcfg@localhost",
 }
 GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **IDENTITY}
+# the stores opened in this process, by repository and remote: opening one asks git twice, and
+# a fleet's member opens its store again for each lease it takes, renews, reads and gives back
+_OPENED: dict[tuple[Path, str | None], Store] = {}
 # a ref name part git accepts as is: no leading dot, no "..", no ".lock" or "." at the end
 _PART = re.compile(r"(?!\.)(?!.*\.\.)(?!.*\.lock$)(?!.*\.$)[A-Za-z0-9._-]{1,200}")
 
@@ -78,23 +82,23 @@ class Lease:
             "fence": self.fence,
         }
 
-
-def lease_from_json(data: object) -> Lease | None:
-    """A lease from its record, or None when any field has the wrong shape."""
-    if not isinstance(data, dict):
-        return None
-    texts = [data.get(name) for name in ("slug", "step", "holder", "host", "machine")]
-    taken, expires, fence = (
-        parse_iso(data.get("taken")),
-        parse_iso(data.get("expires")),
-        data.get("fence"),
-    )
-    if not all(isinstance(t, str) for t in texts) or taken is None or expires is None:
-        return None
-    if type(fence) is not int or fence < 0:
-        return None
-    slug, step, holder, host, machine = (str(t) for t in texts)
-    return Lease(slug, step, holder, host, machine, taken, expires, fence)
+    @classmethod
+    def from_json(cls, data: object) -> Lease | None:
+        """A lease from its record, or None when any field has the wrong shape."""
+        if not isinstance(data, dict):
+            return None
+        texts = [data.get(name) for name in ("slug", "step", "holder", "host", "machine")]
+        taken, expires, fence = (
+            parse_iso(data.get("taken")),
+            parse_iso(data.get("expires")),
+            data.get("fence"),
+        )
+        if not all(isinstance(t, str) for t in texts) or taken is None or expires is None:
+            return None
+        if type(fence) is not int or fence < 0:
+            return None
+        slug, step, holder, host, machine = (str(t) for t in texts)
+        return cls(slug, step, holder, host, machine, taken, expires, fence)
 
 
 def name_ok(part: str) -> bool:
@@ -137,8 +141,20 @@ def _recorded(commit: str, ref: str) -> Lease | None:
         data = json.loads(message[:RECORD_LIMIT])
     except ValueError:
         return None
-    lease = lease_from_json(data)
+    lease = Lease.from_json(data)
     return lease if lease is not None and ref == f"{PREFIX}/{lease.slug}/{lease.step}" else None
+
+
+def _folder_of(repo: Path, url: str) -> Path | None:
+    """The folder a remote's URL names on this machine (a bare repository, or a checkout's
+    .git), or None for a remote reached by a network."""
+    if url.startswith("file://"):
+        path = Path(unquote(urlsplit(url).path))
+    elif "://" in url or ":" in url.partition("/")[0]:  # a URL, or ssh's host:path
+        return None
+    else:
+        path = repo / url
+    return path / ".git" if (path / ".git").is_dir() else path
 
 
 def machine_name() -> str:
@@ -154,98 +170,108 @@ class Store:
         self.repo = repo
         self.coordinate = coordinate
         self._empty: str | None = None
+        self._home: Path | None = None  # the folder of the git repository that holds the leases
 
     @classmethod
     def open(cls, repo: Path, coordinate: str | None = None) -> Store:
         """The store of the git repository at `repo`; LeaseError when there is none, or when
-        `coordinate` names no remote of it."""
+        `coordinate` names no remote of it. Opened once a process for each repository."""
+        known = _OPENED.get((repo, coordinate))
+        if known is not None:
+            return known
         store = cls(repo, coordinate)
-        if store._git("rev-parse", "--git-dir", check=False).returncode != 0:
+        found = store._git("rev-parse", "--git-common-dir", check=False)
+        if found.returncode != 0:
             raise LeaseError(f"{repo} is not in a git repository: leases live in git refs")
-        if coordinate is not None and (
-            store._git("remote", "get-url", "--", coordinate, check=False).returncode != 0
-        ):
-            raise LeaseError(f"`{coordinate}` is not a remote of {repo} (see `git remote -v`)")
+        store._home = repo / found.stdout.strip()  # told relative to `repo`, or absolute
+        if coordinate is not None:
+            url = store._git("remote", "get-url", "--", coordinate, check=False)
+            if url.returncode != 0:
+                raise LeaseError(f"`{coordinate}` is not a remote of {repo} (see `git remote -v`)")
+            store._home = _folder_of(repo, url.stdout.strip())
+        _OPENED[(repo, coordinate)] = store
         return store
+
+    def watched(self, *refs: str) -> list[Path]:
+        """The files that change when one of `refs`, or a ref below it, moves in the repository
+        that holds the leases: its loose refs and its packed refs. None at all when that
+        repository is not a folder on this machine (a remote reached by a network)."""
+        if self._home is None:
+            return []
+        return [*(self._home / ref for ref in refs), self._home / "packed-refs"]
 
     # --- reading
 
     def read(self, slug: str, step: str) -> tuple[str | None, Lease | None]:
         """The lease ref's commit (None: never leased) and the lease it records."""
         ref = ref_of(slug, step)
-        if self.coordinate is None:
-            return self._local(ref, under=False).get(ref, (None, None))
-        commit = self._heads(ref).get(ref)
-        return commit, None if commit is None else self._lease(commit, ref)
+        return self._records(ref, under=False).get(ref, (None, None))
+
+    def records(self, slug: str) -> dict[str, tuple[str, Lease | None]]:
+        """Each lease ref of `slug`: its commit and the lease it records (None: unreadable),
+        as `read` reads one, read at once."""
+        return self._records(ref_of(slug, "x").rpartition("/")[0], under=True)
 
     def all(self, slug: str | None = None) -> list[Lease]:
         """Every lease record under `slug` (or every slug), released ones included."""
         pattern = PREFIX if slug is None else ref_of(slug, "x").rpartition("/")[0]
-        if self.coordinate is None:
-            leases = [lease for _, lease in self._local(pattern, under=True).values()]
-        else:
-            leases = self._leases(self._heads(pattern, under=True))
+        leases = [lease for _, lease in self._records(pattern, under=True).values()]
         return sorted(
             (lease for lease in leases if lease is not None), key=lambda x: (x.slug, x.step)
         )
 
-    def _heads(self, ref: str, under: bool = False) -> dict[str, str]:
+    def _records(self, ref: str, under: bool) -> dict[str, tuple[str, Lease | None]]:
+        """The refs at `ref` (or below it), each one's commit and the lease it records."""
         if self.coordinate is None:
-            out = self._git("for-each-ref", "--format=%(objectname) %(refname)", ref).stdout
-            return _parse_heads(out, ref, under)
+            return self._local(ref, under)
         for _ in range(5):  # a ref that moves between listing and fetching is listed again
             listed = self._git("ls-remote", "--refs", self.coordinate, f"{ref}/*" if under else ref)
             heads = _parse_heads(listed.stdout, ref, under)
-            if heads:  # bring the records here; fetching by ref name needs no server setting
+            found, missing = self._read_here(heads)
+            if missing:  # bring the records not here yet; by ref name needs no server setting
                 self._git(
                     "fetch",
                     "--quiet",
                     "--no-tags",
                     "--no-write-fetch-head",
                     self.coordinate,
-                    *heads,
+                    *missing,
                 )
-            if self._present(list(heads.values())):
-                return heads
+                fetched, missing = self._read_here(missing)
+                found.update(fetched)
+            if not missing:
+                return {name: found[name] for name in heads}
         raise LeaseError(f"the leases on {self.coordinate} kept moving while being read")
 
-    def _present(self, commits: list[str]) -> bool:
-        """Whether every one of `commits` is here now, asked of one git process."""
-        if not commits:
-            return True
-        listing = "".join(f"{commit}\n" for commit in commits).encode()
-        told = self._bytes("cat-file", "--batch-check", stdin=listing).splitlines()
-        return len(told) == len(commits) and not any(line.endswith(b" missing") for line in told)
-
-    def _lease(self, commit: str, ref: str) -> Lease | None:
-        """The lease `commit` records; None when unreadable, or when it is not `ref`'s own."""
-        result = self._git("cat-file", "commit", commit, check=False)
-        if result.returncode != 0:
-            return None
-        return _recorded(result.stdout, ref)
-
-    def _leases(self, heads: dict[str, str]) -> list[Lease | None]:
-        """The lease each ref's commit records, as `_lease` reads one, read by one git process
-        for them all: a fleet's members list every lease of the roadmap before each take."""
+    def _read_here(
+        self, heads: dict[str, str]
+    ) -> tuple[dict[str, tuple[str, Lease | None]], dict[str, str]]:
+        """The lease each ref's commit records, read by one git process for them all (a fleet's
+        members list every lease of the roadmap before each take), and the refs whose commit
+        is not here: the records this machine's members wrote are here already."""
+        found: dict[str, tuple[str, Lease | None]] = {}
+        missing: dict[str, str] = {}
         if not heads:
-            return []
+            return found, missing
         listing = "".join(f"{commit}\n" for commit in heads.values()).encode()
         out = self._bytes("cat-file", "--batch", stdin=listing)
-        found: list[Lease | None] = []
         at = 0
-        for ref in heads:
+        for ref, commit in heads.items():
             end = out.find(b"\n", at)
             header = out[at:end].split() if end >= 0 else []
-            if len(header) != 3 or not header[2].isdigit():  # missing, or not what git says
-                found.append(None)
-                at = end + 1 if end >= 0 else len(out)
+            at = end + 1 if end >= 0 else len(out)
+            if header[1:] == [b"missing"]:
+                missing[ref] = commit
+                continue
+            if len(header) != 3 or not header[2].isdigit():  # not what git says of an object
+                found[ref] = (commit, None)
                 continue
             size = int(header[2])
-            body = out[end + 1 : end + 1 + size]
-            at = end + 1 + size + 1  # the object, then its newline
+            body = out[at : at + size]
+            at += size + 1  # the object, then its newline
             text = body.decode("utf-8", "replace")
-            found.append(_recorded(text, ref) if header[1] == b"commit" else None)
-        return found
+            found[ref] = (commit, _recorded(text, ref) if header[1] == b"commit" else None)
+        return found, missing
 
     def _local(self, ref: str, under: bool) -> dict[str, tuple[str, Lease | None]]:
         """This repository's refs at `ref` (or below it): each one's commit and the lease it
@@ -282,12 +308,22 @@ class Store:
     # --- writing
 
     def take(
-        self, slug: str, step: str, holder: str, *, host: str, now: float, ttl: float = TTL
+        self,
+        slug: str,
+        step: str,
+        holder: str,
+        *,
+        host: str,
+        now: float,
+        ttl: float = TTL,
+        seen: tuple[str | None, Lease | None] | None = None,
     ) -> Lease | None:
         """The step's lease for `holder`, or None while another holder's lease is live (or
-        another taker won the race). Taking a lease one already holds renews it."""
+        another taker won the race). Taking a lease one already holds renews it. `seen`: the
+        ref's commit and record as a listing read them a moment ago, not read again; had the
+        ref moved since, the swap over that commit fails and nothing is taken."""
         check_ttl(ttl)
-        old, current = self.read(slug, step)
+        old, current = self.read(slug, step) if seen is None else seen
         if current is not None and current.live(now) and current.holder != holder:
             return None
         if current is not None and current.live(now):  # already this holder's: renewed

@@ -13,7 +13,7 @@ from agentcfg.core.order import readiness, waits_line
 from agentcfg.core.roadmap import Roadmap, Step, scan
 from agentcfg.core.times import iso
 from agentcfg.errors import AgentcfgError, LeaseError, LeaseHeld, StepError
-from agentcfg.fleet.leases import TTL, Lease, Store, machine_name, name_ok
+from agentcfg.fleet.leases import TTL, Lease, Store, machine_name, name_ok, ref_of
 from agentcfg.fleet.membership import Membership, forget, read_membership, remember
 from agentcfg.fleet.model import candidates
 from agentcfg.paths import LOCKS
@@ -214,10 +214,17 @@ def lease_step(
     A member holds one step at a time: one it already holds live on this roadmap is renewed
     and returned. LeaseError when the step is another's, or no step is left to lease.
     """
-    leases = {x.step: x for x in store.all(slug)}
+    records = store.records(slug)  # each take swaps over the commit listed here
+    leases = {x.step: x for _, x in records.values() if x is not None}
     mine = [x for x in leases.values() if x.holder == holder and x.live(now)]
+
+    def seen(step: str) -> tuple[str | None, Lease | None]:
+        return records.get(ref_of(slug, step), (None, None))
+
     if mine and (wanted == AUTO or find_step(roadmap, wanted).id == mine[0].step):
-        renewed = store.take(slug, mine[0].step, holder, host=host, now=now, ttl=ttl)
+        renewed = store.take(
+            slug, mine[0].step, holder, host=host, now=now, ttl=ttl, seen=seen(mine[0].step)
+        )
         if renewed is not None:
             return renewed, None
     if wanted != AUTO:
@@ -231,7 +238,7 @@ def lease_step(
         taken = {x.step for x in leases.values() if x.live(now) and x.holder != holder}
         chosen = candidates(roadmap, taken | exclude)
     for step in chosen:
-        lease = store.take(slug, step.id, holder, host=host, now=now, ttl=ttl)
+        lease = store.take(slug, step.id, holder, host=host, now=now, ttl=ttl, seen=seen(step.id))
         if lease is not None:
             before = leases.get(step.id)
             lapsed = before is not None and before.holder not in ("", holder)

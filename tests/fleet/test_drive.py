@@ -143,10 +143,11 @@ def test_a_step_closed_between_a_members_sync_and_its_lease_is_given_back(
     assert [step for _, step in first] == ["1.1"]
     real_sync, synced = fleet_run.sync, []
 
-    def stale_first(plan_: Fleet, member: Workspace, n: int) -> None:
+    def stale_first(plan_: Fleet, member: Workspace, n: int, tip: str | None = None) -> str:
         if synced:  # the first look is the one taken before member 1 closed 1.1
-            real_sync(plan_, member, n)
+            return real_sync(plan_, member, n, tip)
         synced.append(n)
+        return ""  # no tip: the look saw the branch as it was before
 
     monkeypatch.setattr(fleet_run, "sync", stale_first)
     worked: list[tuple[str, str]] = []
@@ -455,6 +456,76 @@ def test_a_member_with_no_step_ready_waits_says_on_what_and_goes_on_once_one_is(
     assert len(waits) == 1 and waits[0]["member"] == 1
     assert waits[0]["in_progress"] == ["1.1"]
     assert waits[0]["waits"] == {f"1.{n}": [f"1.{n - 1}"] for n in range(2, STEPS + 1)}
+
+
+def waiting_member(
+    root: Path, env: dict[str, str], on_wait: Any, worked: list[tuple[str, str]]
+) -> list[int]:
+    """Member 1 of a fleet on the steps in order, 1.1 leased by another member: it waits, and
+    `on_wait` runs when it says so. Its wait ends on a change only: it would last an hour."""
+    ordered(root, env, ROADMAP.replace("  fleet: {order: free}\n", ""))
+    the_fleet = plan(root, "demo", "claude", None, None, 60)
+    (one,) = prepare_members(the_fleet, 1, env)
+    Store.open(root).take("demo", "1.1", "someone-else", host="codex", now=time.time(), ttl=600)
+    codes: list[int] = []
+
+    def say(line: str) -> None:
+        if " waiting: " in line:
+            on_wait()
+
+    member = threading.Thread(target=lambda: codes.append(member_loop(
+        the_fleet, one, 1, agent(env, worked), env, timeout=30, say=say, poll=3600.0
+    )))  # fmt: skip
+    member.start()
+    member.join(timeout=240)
+    return codes
+
+
+def test_a_waiting_member_wakes_when_the_lease_it_waits_on_is_given_back(
+    repo: tuple[Path, dict[str, str]],
+) -> None:
+    root, env = repo
+    worked: list[tuple[str, str]] = []
+    codes = waiting_member(
+        root, env, lambda: Store.open(root).release("demo", "1.1", None, now=time.time()), worked
+    )
+    assert codes == [0]
+    assert [step for _, step in worked] == [f"1.{n}" for n in range(1, STEPS + 1)]
+
+
+def test_a_waiting_member_wakes_when_the_fleets_branch_moves(
+    repo: tuple[Path, dict[str, str]],
+) -> None:
+    """The other member's step integrated while its lease is still held: the step after it
+    is ready, and the waiting member leases it."""
+    root, env = repo
+
+    def integrated() -> None:
+        roadmap = root / "roadmaps" / "demo.md"
+        roadmap.write_text(roadmap.read_text().replace("- [ ] **1.1**", "- [x] **1.1**"))
+        (root / "s1.txt").write_text("1.1")
+        git(root, "add", "--all")
+        git(root, "-c", "user.email=f@example.invalid", "-c", "user.name=f", "commit", "-qm", "1.1")
+
+    worked: list[tuple[str, str]] = []
+    assert waiting_member(root, env, integrated, worked) == [0]
+    assert [step for _, step in worked] == [f"1.{n}" for n in range(2, STEPS + 1)]
+
+
+def test_a_wait_ends_when_a_lease_on_the_remote_moves(
+    repo: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    root, _ = repo
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "clone", "-q", "--bare", str(root), str(remote))
+    git(root, "remote", "add", "origin", remote.as_uri())
+    store = Store.open(root, "origin")
+    watched = store.watched("refs/agentcfg/leases/demo", "refs/heads/main")
+    assert watched[0] == remote / "refs" / "agentcfg" / "leases" / "demo"
+    before = fleet_run.look(watched)
+    assert not fleet_run.wait_for_change(watched, before, 0.0)  # nothing moved: no change
+    assert store.take("demo", "1.1", "someone", host="codex", now=time.time()) is not None
+    assert fleet_run.wait_for_change(watched, before, 3600.0)
 
 
 def test_a_member_ends_for_a_person_when_the_steps_left_wait_for_each_other(
