@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
+
+import click
 
 from agentcfg import claims
 from agentcfg.workspace import Workspace
@@ -56,3 +58,12 @@ def started(ws: Path, *claim_args: str, env: dict[str, str] | None = None) -> Si
 def run_file(root: Path, session: str, slug: str = "demo") -> Path:
     """Where a session's run state on a roadmap is kept."""
     return root / "state" / "runs" / f"{claims.session_key(session)}-{slug}.json"
+
+
+def subcommands(group: click.Group) -> Iterator[tuple[str, click.Command]]:
+    """A group's commands by name, as click finds them (the top group imports each on ask)."""
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        assert command is not None, name
+        yield name, command

@@ -11,19 +11,11 @@ import pytest
 
 from agentcfg.cli import cli
 from tests.conftest import REPO
+from tests.helpers import subcommands
 
 README = (REPO / "README.md").read_text()
 # a citation in the code: `docs/<name>.md` with an optional ", section N"
 CITATION = re.compile(r"\b(docs/[\w.-]+\.md)(?:,\s+section\s+(\d+))?")
-
-
-def subcommands(group: click.Group) -> Iterator[tuple[str, click.Command]]:
-    """A group's commands by name, as click finds them (the top group imports each on ask)."""
-    ctx = click.Context(group)
-    for name in group.list_commands(ctx):
-        command = group.get_command(ctx, name)
-        assert command is not None, name
-        yield name, command
 
 
 def commands(group: click.Group, prefix: tuple[str, ...] = ()) -> Iterator[str]:

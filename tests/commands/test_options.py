@@ -12,13 +12,14 @@ from syrupy.assertion import SnapshotAssertion
 from agentcfg.cli import cli
 from agentcfg.commands import COUNT, DURATION
 from tests.conftest import run_cli
+from tests.helpers import subcommands
 
 
 def options(command: click.Command, path: tuple[str, ...] = ()) -> list[tuple[str, click.Option]]:
     """Every option of the CLI, with the command it belongs to."""
     found = [(" ".join(path), p) for p in command.params if isinstance(p, click.Option)]
     if isinstance(command, click.Group):
-        for name, sub in command.commands.items():
+        for name, sub in subcommands(command):
             found += options(sub, (*path, name))
     return found
 
