@@ -127,16 +127,22 @@ def test_copilot_with_no_tool_allowed_ends_naming_the_refused_command_and_the_fi
     # the project's hooks fire in an untrusted folder only with --trust-folder, which
     # `--session-id` excludes: the person's own hook does
     agentcfg(root, base, "hooks", "install", "--host", "copilot", "--scope", "user")
+    # Copilot CLI allows paths in its folder and in the temporary folder: a temporary folder of
+    # its own keeps our command outside both wherever this checkout lies (under /tmp in CI)
+    (tmp_path / "tmp").mkdir()
+    host_env = {**COPILOT, "TMPDIR": str(tmp_path / "tmp")}
     flags = ("--no-auto-update",)
-    refused = chat("copilot", root, base, COPILOT, *flags)
+    refused = chat("copilot", root, base, host_env, *flags)
     assert refused.proc.returncode == 12, refused.failure()
     told, _line = permissions(refused, "Copilot CLI")
     assert told["example"] == f"{AGENTCFG} roadmap done {SLUG} 1.1"
     # all tools allowed, the command still names a path outside the folder: refused again
-    tools = chat("copilot", root, base, COPILOT, *flags, "--allow-all-tools")
+    tools = chat("copilot", root, base, host_env, *flags, "--allow-all-tools")
     assert tools.ending()["permissions"] is not None, tools.failure()
     # as the fix says
-    allowed = chat("copilot", root, base, COPILOT, *flags, "--allow-all-tools", "--allow-all-paths")
+    allowed = chat(
+        "copilot", root, base, host_env, *flags, "--allow-all-tools", "--allow-all-paths"
+    )
     assert allowed.proc.returncode == 0, allowed.failure()
     assert allowed.ending()["permissions"] is None
 
