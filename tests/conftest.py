@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -78,6 +79,32 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         own: settings = getattr(owner, name)
         if own is not settings.default:
             setattr(owner, name, settings(own, max_examples=quick_examples(own.max_examples)))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def python_looked_up_once(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """`python` and `python3`, as verify lines and the checks a test's workspace runs name them,
+    are the interpreters PATH finds, looked up once a session. Where PATH finds a version
+    manager's shim (a script that starts a dozen processes each time to choose an interpreter),
+    a folder ahead on PATH holds a script that starts the interpreter it chose at once: the same
+    program, without a tenth of a second of the processor spent choosing it for every line."""
+    folder = tmp_path_factory.mktemp("python-on-path")
+    for name in ("python", "python3"):
+        found = shutil.which(name)
+        if found is None:
+            continue
+        chosen = subprocess.run(
+            [found, "-c", "import sys; print(sys.executable)"],
+            capture_output=True, text=True, check=False,
+        ).stdout.strip()  # fmt: skip
+        if not chosen or Path(chosen).resolve() == Path(found).resolve():
+            continue  # not a shim: nothing to save
+        script = folder / name
+        script.write_text(f'#!/bin/sh\nexec {shlex.quote(chosen)} "$@"\n')
+        script.chmod(0o755)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PATH", f"{folder}{os.pathsep}{os.environ.get('PATH', os.defpath)}")
+        yield
 
 
 @pytest.fixture(scope="session")

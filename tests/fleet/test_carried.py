@@ -30,6 +30,21 @@ def repo(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     return fleet_repo(tmp_path)
 
 
+@pytest.fixture(scope="module")
+def ran(
+    tmp_path_factory: pytest.TempPathFactory, person_state: Path
+) -> tuple[Path, dict[str, str]]:
+    """A fleet of two members that integrated every step, run once for the tests that only
+    read what it left on its branch or clone it (each changes its own clone, never this)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_STATE_HOME", str(person_state))  # the person `no_real_home` gives a test
+        root, env = fleet_repo(tmp_path_factory.mktemp("ran"))
+        the_fleet = plan(root, "demo", "claude", None, None, 60)
+        members = prepare_members(the_fleet, 2, env)
+        assert run_fleet(the_fleet, members, agent(env, []), env) == [0, 0]
+    return root, env
+
+
 def clone_of(root: Path, tmp_path: Path, name: str = "clone") -> Path:
     clone = tmp_path / name
     git(tmp_path, "clone", "-q", str(root), str(clone))
@@ -44,12 +59,9 @@ def another_person(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str,
 
 
 def test_a_fresh_clone_audited_by_another_person_proves_every_integrated_step(
-    repo: tuple[Path, dict[str, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ran: tuple[Path, dict[str, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root, env = repo
-    the_fleet = plan(root, "demo", "claude", None, None, 60)
-    members = prepare_members(the_fleet, 2, env)
-    assert run_fleet(the_fleet, members, agent(env, []), env) == [0, 0]
+    root, env = ran
     # no final re-proof yet: the receipts the integrations committed are enough
     clone = clone_of(root, tmp_path)
     # the person who ran the fleet checks the seals with their own key
@@ -68,14 +80,11 @@ def test_a_fresh_clone_audited_by_another_person_proves_every_integrated_step(
 
 
 def test_without_the_carried_receipts_the_clone_proves_nothing(
-    repo: tuple[Path, dict[str, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ran: tuple[Path, dict[str, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What the test above shows comes from the receipts the branch carries: without them the
     same clone's audit fails, every ticked step unproven."""
-    root, env = repo
-    the_fleet = plan(root, "demo", "claude", None, None, 60)
-    members = prepare_members(the_fleet, 2, env)
-    assert run_fleet(the_fleet, members, agent(env, []), env) == [0, 0]
+    root, _ = ran
     clone = clone_of(root, tmp_path)
     git(clone, "rm", "-q", "--", carried.shown("demo"))
     git(clone, "-c", "user.name=r", "-c", "user.email=r@example.invalid", "commit", "-qm", "x")
@@ -84,12 +93,9 @@ def test_without_the_carried_receipts_the_clone_proves_nothing(
 
 
 def test_a_carried_receipt_changed_in_a_clone_is_refused_by_name(
-    repo: tuple[Path, dict[str, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ran: tuple[Path, dict[str, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root, env = repo
-    the_fleet = plan(root, "demo", "claude", None, None, 60)
-    members = prepare_members(the_fleet, 1, env)
-    assert run_fleet(the_fleet, members, agent(env, []), env) == [0]
+    root, _ = ran
     clone = clone_of(root, tmp_path)
     path = clone / carried.shown("demo")
     data = json.loads(path.read_text())
