@@ -414,15 +414,16 @@ def committed(root: Path, path: str) -> bool:
 
 def git_facts(root: Path) -> dict[str, object]:
     """The commit the workspace is at and whether its tree differs from it (untracked files
-    count); both None outside a git repository, `head` None before the first commit."""
-    inside = git(root, "rev-parse", "--is-inside-work-tree")
-    if inside is None or inside.returncode != 0 or inside.stdout.strip() != "true":
+    count); both None outside a git repository's work tree, `head` None before the first
+    commit. One git process: the status's header names the commit."""
+    status = git(root, "status", "--porcelain=v2", "--branch")
+    if status is None or status.returncode != 0:
         return {"head": None, "dirty": None}
-    head = git(root, "rev-parse", "--verify", "--quiet", "HEAD")
-    status = git(root, "status", "--porcelain")
+    lines = status.stdout.splitlines()
+    head = next((line.split()[-1] for line in lines if line.startswith("# branch.oid ")), None)
     return {
-        "head": head.stdout.strip() or None if head and head.returncode == 0 else None,
-        "dirty": None if status is None or status.returncode != 0 else bool(status.stdout.strip()),
+        "head": None if head == "(initial)" else head,
+        "dirty": any(not line.startswith("# ") for line in lines),
     }
 
 
