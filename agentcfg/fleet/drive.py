@@ -49,6 +49,7 @@ LEFT_TO_A_PERSON = events.EXIT_CODES[
 POLL = 2.0  # the longest wait between looks while every open step is another member's
 WATCH_EVERY = 0.05  # seconds between looks at the lease and branch refs while a member waits
 PUBLISH_TRIES = 5
+GIT_WAIT = 300.0  # seconds the longest git command a fleet runs (a fetch, a merge) may take
 DONE_GRACE = 30.0  # seconds a member may still run once no step is open: it gives back and ends
 # a member's own end after SIGINT: its host's two graces and the wait for its output, and more
 MEMBER_END_WAIT = 2 * GRACE + driver.TAIL_WAIT + 5.0
@@ -85,7 +86,7 @@ def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProce
         text=True,
         env=env,
         stdin=subprocess.DEVNULL,
-        timeout=300,
+        timeout=GIT_WAIT,
     )
     if check and result.returncode != 0:
         why = (result.stderr.strip().splitlines() or ["no message"])[-1]
@@ -342,7 +343,7 @@ def _none_leased(
     busy = fleet.held(member, plan_.slug, plan_.coordinate, wall_clock())
     if busy:
         turns.idle = 0
-        _waiting(plan_, Workspace(plan_.root), n, found, busy, turns.told, say)
+        _waiting(plan_, n, found, busy, turns.told, say)
         return None
     turns.idle += 1  # a second look, after a sync, sees what was integrated meanwhile
     if turns.idle < 2:
@@ -360,7 +361,6 @@ def _do_step(
 ) -> int | None:  # fmt: skip
     """The host's work on the leased step, committed and integrated (or the step reopened),
     the lease given back; the host run's exit code when it did not complete, else None."""
-    main = Workspace(plan_.root)
     ending, code = work(member, lease)
     if ending != events.COMPLETE:
         fleet.leave(member, plan_.slug, wall_clock())
@@ -370,19 +370,19 @@ def _do_step(
     try:
         fleet.require_lease(member, plan_.slug, lease.step)
     except LeaseError as lost:
-        _log(main, events.LEASE_LOST, plan_.slug, step=lease.step, member=n, why=str(lost))
+        _log(plan_, events.LEASE_LOST, step=lease.step, member=n, why=str(lost))
         say(f"step {lease.step} not integrated: {lost}; the fleet goes on")
         return None
     result = _integrate(plan_, member, n, lease, env, timeout)
     if result.outcome == "integrated":
-        _log(main, events.INTEGRATED, plan_.slug, step=lease.step, member=n,
+        _log(plan_, events.INTEGRATED, step=lease.step, member=n,
              branch=plan_.branch(n), commit=result.commit, unticked=list(result.unticked))  # fmt: skip
         turns.mine.append(lease.step)
         say(f"step {lease.step} integrated into `{plan_.into}`; the fleet goes on")
     else:
         kept = f"agentcfg/{plan_.slug}/kept/{lease.step}-{n}"
         _git(plan_.root, "branch", "--force", kept, plan_.branch(n))
-        _log(main, events.REOPENED, plan_.slug, step=lease.step, member=n, branch=kept,
+        _log(plan_, events.REOPENED, step=lease.step, member=n, branch=kept,
              reason=result.outcome, detail=result.detail)  # fmt: skip
         why = result.outcome + (f": {result.detail}" if result.detail else "")
         say(f"step {lease.step} reopened ({why}), its work kept on `{kept}`; the fleet goes on")
@@ -462,7 +462,6 @@ def _publish(plan_: Fleet) -> bool:
 
 def _waiting(
     plan_: Fleet,
-    main: Workspace,
     n: int,
     found: Readiness,
     busy: frozenset[str],
@@ -479,7 +478,7 @@ def _waiting(
     if ready:
         what = f"{', '.join(ready[:4])} in progress{'; ' + what if what else ''}"
     say(f"member {n} waiting: {what}")
-    _log(main, events.WAITING, plan_.slug, member=n, waits=_clipped(waits),
+    _log(plan_, events.WAITING, member=n, waits=_clipped(waits),
          in_progress=sorted(busy)[:20])  # fmt: skip
 
 
@@ -506,14 +505,24 @@ def _commit(member: Workspace, message: str, written: Path | None = None) -> Non
         _git(member.root, "commit", "--quiet", "--no-verify", "-m", message)
 
 
-def _log(main: Workspace, event: str, slug: str, **fields: object) -> None:
-    counts = scan(loading.load(main, slug)).counts
-    state.append_ledger(
-        main.state,
-        state.event(
-            event, wall_clock(), None, slug, open=counts.open, blocked=counts.blocked, **fields
-        ),
+def _log(plan_: Fleet, event: str, **fields: object) -> None:
+    """One event in the fleet's ledger, with the counts of the roadmap as the tip of the
+    fleet's branch holds it: the checkout's own file is written anew while another member
+    integrates, and read then it may be gone or half there."""
+    main = Workspace(plan_.root)
+    name = f"{ROADMAPS}/{plan_.slug}.md"
+    try:
+        shown = subprocess.run(
+            ["git", "-C", str(plan_.root), "cat-file", "blob", f"refs/heads/{plan_.into}:{name}"],
+            capture_output=True, stdin=subprocess.DEVNULL, timeout=GIT_WAIT, check=True,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise IntegrationError(f"cannot read {name} on `{plan_.into}`: {exc}") from None
+    counts = scan(loading.parse_bytes(main, shown.stdout, plan_.root / name)).counts
+    record = state.event(
+        event, wall_clock(), None, plan_.slug, open=counts.open, blocked=counts.blocked, **fields
     )
+    state.append_ledger(main.state, record)
 
 
 def start_members(
@@ -627,12 +636,12 @@ def run_fleet(
         _remove(the_fleet, agents)
         raise AgentcfgError(f"every member would stop: {exc}") from None
     try:
-        _log(ws, events.FLEET_START, the_fleet.slug, agents=agents, into=the_fleet.into,
+        _log(the_fleet, events.FLEET_START, agents=agents, into=the_fleet.into,
              coordinate=coordinate)  # fmt: skip
         say(f"fleet of {agents} on `{the_fleet.slug}` into `{the_fleet.into}`")
         procs = start_members(the_fleet, members, lambda n: member_argv(the_fleet, n, passed), env)
         for n, proc in enumerate(procs, 1):
-            _log(ws, events.MEMBER_STARTED, the_fleet.slug, member=n, pid=proc.pid,
+            _log(the_fleet, events.MEMBER_STARTED, member=n, pid=proc.pid,
                  worktree=str(the_fleet.worktree(n)))  # fmt: skip
         codes = wait_members(procs, lambda: _none_open(ws, the_fleet.slug))
     finally:
@@ -666,7 +675,7 @@ def _fleet_end(
     records = records[starts[-1] :] if starts else records  # this fleet's, not an earlier one's
     integrated = sum(1 for e in records if e.get("event") == events.INTEGRATED)
     reopened = sum(1 for e in records if e.get("event") == events.REOPENED)
-    _log(ws, events.FLEET_END, the_fleet.slug, ending=ending, members=codes)
+    _log(the_fleet, events.FLEET_END, ending=ending, members=codes)
     where = f"{plural(integrated, 'step')} integrated"
     if the_fleet.coordinate is not None:
         where += f" here, {max(0, closed - integrated)} by other machines"
@@ -736,20 +745,20 @@ def run_member(
 
     def work(member: Workspace, lease: Lease) -> tuple[str, int]:
         result = drive(member, lease.step)  # its re-proof at the end: the leased step only
-        _member_run(main, the_fleet.slug, n, lease.step, result)
+        _member_run(the_fleet, n, lease.step, result)
         return result.ending, result.exit_code
 
     timeout = load_config(main, os.environ).verify_timeout
     return member_loop(the_fleet, ws, n, work, os.environ, timeout=timeout, say=say)
 
 
-def _member_run(main: Workspace, slug: str, n: int, step: str, result: driver.Result) -> None:
+def _member_run(plan_: Fleet, n: int, step: str, result: driver.Result) -> None:
     """What the host's run on a leased step cost, in the fleet's own ledger: the member's
     ledger goes with its worktree, and `report` tells each member's part from this."""
     row = result.row or {}
     spent = row.get("tokens") or {}
     _log(
-        main, events.MEMBER_RUN, slug, member=n, step=step, ending=result.ending,
+        plan_, events.MEMBER_RUN, member=n, step=step, ending=result.ending,
         session=result.session, engagements=row.get("engagements", 0),
         tokens={"total": spent.get("total")}, waits=len(row.get("timeline", {}).get("waits", [])),
         seconds=row.get("wall_seconds", 0.0),

@@ -75,24 +75,32 @@ def agent(env: dict[str, str], worked: list[tuple[str, str]]) -> Any:
 def run_fleet(
     the_fleet: Fleet, members: list[Workspace], work: Any, env: dict[str, str]
 ) -> list[int]:
+    """Each member's exit code, the members run side by side in threads; a member that raised
+    fails the test with what it raised."""
     codes: list[int] = [-1] * len(members)
+    raised: list[BaseException] = []
 
     def one(n: int) -> None:
-        codes[n - 1] = member_loop(
-            the_fleet,
-            members[n - 1],
-            n,
-            work,
-            env,
-            timeout=30,
-            sleep=lambda s: threading.Event().wait(0.2),
-        )
+        try:
+            codes[n - 1] = member_loop(
+                the_fleet,
+                members[n - 1],
+                n,
+                work,
+                env,
+                timeout=30,
+                sleep=lambda s: threading.Event().wait(0.2),
+            )
+        except BaseException as exc:
+            raised.append(exc)
 
     threads = [threading.Thread(target=one, args=(n,)) for n in range(1, len(members) + 1)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(timeout=240)
+    if raised:
+        raise raised[0]
     return codes
 
 
@@ -456,6 +464,32 @@ def test_a_member_with_no_step_ready_waits_says_on_what_and_goes_on_once_one_is(
     assert len(waits) == 1 and waits[0]["member"] == 1
     assert waits[0]["in_progress"] == ["1.1"]
     assert waits[0]["waits"] == {f"1.{n}": [f"1.{n - 1}"] for n in range(2, STEPS + 1)}
+
+
+def test_a_members_ledger_counts_come_from_the_fleets_branch_not_its_checkout(
+    repo: tuple[Path, dict[str, str]],
+) -> None:
+    """Another member's integration writes the checkout's roadmap anew, a part at a time: a
+    member that logs meanwhile counts the roadmap as the tip of the fleet's branch holds it."""
+    root, env = repo
+    ordered(root, env, ROADMAP.replace("  fleet: {order: free}\n", ""))
+    the_fleet = plan(root, "demo", "claude", None, None, 60)
+    (one,) = prepare_members(the_fleet, 1, env)
+    store = Store.open(root)
+    store.take("demo", "1.1", "someone-else", host="codex", now=time.time(), ttl=600)
+    checkout = root / "roadmaps" / "demo.md"
+    whole = checkout.read_bytes()
+    checkout.write_bytes(whole[: len(whole) // 2])  # as a checkout halfway through leaves it
+
+    def sleep(seconds: float) -> None:  # the integration ends, the other member gives 1.1 back
+        checkout.write_bytes(whole)
+        store.release("demo", "1.1", None, now=time.time())
+
+    assert member_loop(the_fleet, one, 1, agent(env, []), env, timeout=30, sleep=sleep) == 0
+    waits = [e for e in ledger(Workspace(root)) if e["event"] == "waiting"]
+    assert [(e["open"], e["blocked"]) for e in waits] == [(STEPS, 0)]
+    integrated = [e["open"] for e in ledger(Workspace(root)) if e["event"] == "integrated"]
+    assert integrated == list(range(STEPS - 1, -1, -1))
 
 
 def waiting_member(
