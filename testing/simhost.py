@@ -82,8 +82,9 @@ class SimulatedHost:
         self.fires_in_turn = 0
         # the person's trust store lives beside the transcripts, never in the real home
         trust_home = str(root / ".host" / "state-home")
+        hosts = agents.variables()
         self.env = {
-            **{k: v for k, v in os.environ.items() if k not in agents.variables()},
+            **{k: v for k, v in os.environ.items() if k not in hosts},
             "XDG_STATE_HOME": trust_home,
             **(env or {}),
             "AGENTCFG_ROOT": str(root),

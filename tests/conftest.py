@@ -180,13 +180,14 @@ def python_prints(code: str) -> str:
 
 
 def hook_env(root: Path, **extra: str) -> dict[str, str]:
+    hosts = agents.variables()
     env = {
         k: v
         for k, v in os.environ.items()
         if k == SPEED
         or (
             not k.startswith(("AGENTCFG_", "CLAUDE_", "XDG_"))
-            and k not in agents.variables()
+            and k not in hosts
             and k != SUITE_OPTIONS
         )
     }

@@ -1,9 +1,12 @@
 """What many test files ask of a workspace: its ledger's events, git run in a repository as a
 person with a name of their own, a simulated session that claimed the demo roadmap, and the
-path of a session's run state."""
+path of a session's run state; a source file's syntax, parsed once for the tests that read the
+whole package's."""
 
 from __future__ import annotations
 
+import ast
+import functools
 import json
 import subprocess
 from collections.abc import Collection, Iterator
@@ -18,6 +21,18 @@ from testing.simhost import SimulatedHost
 from tests import inprocess
 
 LEDGER = "run-continuation.jsonl"
+
+
+@functools.cache
+def parsed(source: str) -> ast.Module:
+    """`source`'s syntax tree, parsed once a process (read it, never change it)."""
+    return ast.parse(source)
+
+
+@functools.cache
+def nodes(source: str) -> tuple[ast.AST, ...]:
+    """Every node of `source`'s syntax tree, as `ast.walk` gives them, walked once a process."""
+    return tuple(ast.walk(parsed(source)))
 
 
 def ledger(

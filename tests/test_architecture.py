@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 
 import grimp
 import tomlkit
 
 from tests.conftest import REPO
+from tests.helpers import nodes, parsed
 
 
 def test_no_import_cycles() -> None:
@@ -118,9 +120,20 @@ CACHES = {
 MUTATORS = {"append", "extend", "update", "add", "setdefault", "pop", "popitem", "clear", "insert"}
 
 
+def in_functions(tree: ast.AST) -> Iterator[ast.AST]:
+    """Each node in the body of a function of `tree` (a nested function's too), once."""
+    stack = [(tree, False)]
+    while stack:
+        node, inside = stack.pop()
+        if inside:
+            yield node
+        inner = inside or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+
+
 def changed_globals(source: str) -> set[str]:
     """Module-level names of `source` that a function rebinds (`global`) or changes in place."""
-    tree = ast.parse(source)
+    tree = parsed(source)
     top = {
         target.id
         for node in tree.body
@@ -129,28 +142,23 @@ def changed_globals(source: str) -> set[str]:
         if isinstance(target, ast.Name)
     }
     found: set[str] = set()
-    for function in ast.walk(tree):
-        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        for node in ast.walk(function):
-            if isinstance(node, ast.Global):
-                found.update(node.names)
-            elif isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
-                targets = (
-                    node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-                )
-                found.update(
-                    t.value.id
-                    for t in targets
-                    if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
-                )
-            elif (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr in MUTATORS
-                and isinstance(node.func.value, ast.Name)
-            ):
-                found.add(node.func.value.id)
+    for node in in_functions(tree):
+        if isinstance(node, ast.Global):
+            found.update(node.names)
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            found.update(
+                t.value.id
+                for t in targets
+                if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+            )
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in MUTATORS
+            and isinstance(node.func.value, ast.Name)
+        ):
+            found.add(node.func.value.id)
     return found & top
 
 
@@ -195,7 +203,7 @@ def wall_clock_reads(source: str, pure: bool = False) -> list[int]:
     (`time.time()`, `datetime.now()` and their kin, called or handed on); with `pure`, the
     lines that take `wall_clock` too (imported, or as `times.wall_clock`)."""
     found: list[int] = []
-    for node in ast.walk(ast.parse(source)):
+    for node in nodes(source):
         if isinstance(node, ast.Attribute):
             owner = node.value.attr if isinstance(node.value, ast.Attribute) else None
             owner = node.value.id if isinstance(node.value, ast.Name) else owner
@@ -248,13 +256,12 @@ def other_serialisers(source: str) -> list[str]:
     """The functions of `source` that turn a record into JSON or back by another name or shape
     than the convention: a module-level `to_json`/`from_json`, a `from_json` that is no
     classmethod, any other `*_json` but FILES_JSON, and the names of OTHER_SERIALISERS."""
-    tree = ast.parse(source)
     found = [
         node.name
-        for node in tree.body
+        for node in parsed(source).body
         if isinstance(node, ast.FunctionDef) and node.name in ("to_json", "from_json")
     ]
-    for node in ast.walk(tree):
+    for node in nodes(source):
         if not isinstance(node, ast.FunctionDef):
             continue
         name = node.name

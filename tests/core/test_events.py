@@ -16,6 +16,7 @@ from agentcfg.core import events, ladder, texts
 from agentcfg.run import driver
 from agentcfg.run import model as plan
 from tests.conftest import REPO
+from tests.helpers import nodes
 
 PACKAGE = REPO / "agentcfg"
 # the functions a ledger event is written through: `state.event`, the hook's `ctx.log`, and
@@ -43,7 +44,7 @@ def _reads_event(node: ast.expr) -> bool:
 def literal_names(source: str) -> Iterator[tuple[int, str]]:
     """Each string literal the source writes to the ledger as an event's name, or compares an
     event's name read back with: (line, the literal)."""
-    for node in ast.walk(ast.parse(source)):
+    for node in nodes(source):
         if isinstance(node, ast.Call) and _called(node) in EMITTERS:
             for part in (part for arg in node.args[:2] for part in ast.walk(arg)):
                 if isinstance(part, ast.Constant) and isinstance(part.value, str):
