@@ -108,9 +108,10 @@ def test_a_reserve_of_30_pauses_before_the_window_passes_80_then_completes(
     assert paused["window"] == "five_hour" and 0.70 <= paused["utilization"] <= 0.80
     assert paused["reset_at"] is not None and at(resumed) >= windows.reset_at
 
-    # the pause came at a turn end, before the window passed 80 %
-    before = [windows.used(t) for t in windows.requests if t < at(paused)]
-    assert max(before) <= 0.80, before
+    # the pause came at a turn end, before the window passed 80 % (the ledger tells whole
+    # seconds: a request in the pause's own second came before it, none comes until the reset)
+    before = [windows.used(t) for t in windows.requests if t < at(paused) + 1]
+    assert before and max(before) <= 0.80, (windows.requests, [(at(e), e["event"]) for e in events])
     # no request reached the model from the turn end the run yielded at to the resume (the
     # ledger tells whole seconds: from the second after the yield's); and every request before
     # the resume is one whose reading the driver held when it paused: none came after it
