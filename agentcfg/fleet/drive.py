@@ -32,7 +32,7 @@ from agentcfg.core.texts import plural
 from agentcfg.core.times import wall_clock
 from agentcfg.errors import AgentcfgError, InstallError, IntegrationError, LeaseError, LeaseHeld
 from agentcfg.fleet import steps as fleet
-from agentcfg.fleet.integrate import Integration, has_identity, integrate
+from agentcfg.fleet.integrate import Integration, blob, has_identity, integrate
 from agentcfg.fleet.leases import IDENTITY, PREFIX, TTL, Lease, Store
 from agentcfg.hosts.defaults import settings_hook
 from agentcfg.hosts.registry import adapter
@@ -511,14 +511,10 @@ def _log(plan_: Fleet, event: str, **fields: object) -> None:
     integrates, and read then it may be gone or half there."""
     main = Workspace(plan_.root)
     name = f"{ROADMAPS}/{plan_.slug}.md"
-    try:
-        shown = subprocess.run(
-            ["git", "-C", str(plan_.root), "cat-file", "blob", f"refs/heads/{plan_.into}:{name}"],
-            capture_output=True, stdin=subprocess.DEVNULL, timeout=GIT_WAIT, check=True,
-        )  # fmt: skip
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise IntegrationError(f"cannot read {name} on `{plan_.into}`: {exc}") from None
-    counts = scan(loading.parse_bytes(main, shown.stdout, plan_.root / name)).counts
+    data = blob(plan_.root, f"refs/heads/{plan_.into}:{name}")
+    if data is None:
+        raise IntegrationError(f"{name} is not on `{plan_.into}`: a fleet's roadmap is committed")
+    counts = scan(loading.parse_bytes(main, data, plan_.root / name)).counts
     record = state.event(
         event, wall_clock(), None, plan_.slug, open=counts.open, blocked=counts.blocked, **fields
     )

@@ -175,14 +175,23 @@ def merge_roadmap(target: Path, path: str) -> str | None:
 
 
 def _stage(target: Path, number: int, path: str) -> str:
-    """One side of a conflicted file, its line endings as they are (text mode would fold them)."""
-    shown = subprocess.run(
-        ["git", "-C", str(target), "show", f":{number}:{path}"],
-        capture_output=True,
-        timeout=GIT_TIMEOUT,
-        stdin=subprocess.DEVNULL,
-    )
-    return shown.stdout.decode("utf-8", "surrogateescape") if shown.returncode == 0 else ""
+    """One side of a conflicted file, its line endings as they are."""
+    data = blob(target, f":{number}:{path}")
+    return "" if data is None else data.decode("utf-8", "surrogateescape")
+
+
+def blob(target: Path, name: str) -> bytes | None:
+    """A file as git holds it (`<commit>:<path>`, `:<stage>:<path>`), its bytes as they are
+    (text mode would fold line endings and fail on another encoding); None when git has none
+    by that name."""
+    try:
+        shown = subprocess.run(
+            ["git", "-C", str(target), "cat-file", "blob", name],
+            capture_output=True, timeout=GIT_TIMEOUT, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise IntegrationError(f"git cat-file failed: {exc}") from None
+    return shown.stdout if shown.returncode == 0 else None
 
 
 def _merge_in_progress(target: Path) -> bool:
