@@ -434,15 +434,22 @@ def ordered(root: Path, env: dict[str, str], text: str) -> None:
     trust.record(ws, "demo", loading.load(ws, "demo").steps, env, 0.0)
 
 
+def one_waiting(root: Path, env: dict[str, str]) -> tuple[Fleet, Workspace]:
+    """A fleet of one member on the steps in order, step 1.1 leased for ten minutes by another
+    member: nothing is ready for this one."""
+    ordered(root, env, ROADMAP.replace("  fleet: {order: free}\n", ""))
+    the_fleet = plan(root, "demo", "claude", None, None, 60)
+    (one,) = prepare_members(the_fleet, 1, env)
+    Store.open(root).take("demo", "1.1", "someone-else", host="codex", now=time.time(), ttl=600)
+    return the_fleet, one
+
+
 def test_a_member_with_no_step_ready_waits_says_on_what_and_goes_on_once_one_is(
     repo: tuple[Path, dict[str, str]],
 ) -> None:
     root, env = repo
-    ordered(root, env, ROADMAP.replace("  fleet: {order: free}\n", ""))
-    the_fleet = plan(root, "demo", "claude", None, None, 60)
-    (one,) = prepare_members(the_fleet, 1, env)
+    the_fleet, one = one_waiting(root, env)
     store = Store.open(root)
-    store.take("demo", "1.1", "someone-else", host="codex", now=time.time(), ttl=600)
     said: list[str] = []
     looks: list[float] = []
 
@@ -472,11 +479,8 @@ def test_a_members_ledger_counts_come_from_the_fleets_branch_not_its_checkout(
     """Another member's integration writes the checkout's roadmap anew, a part at a time: a
     member that logs meanwhile counts the roadmap as the tip of the fleet's branch holds it."""
     root, env = repo
-    ordered(root, env, ROADMAP.replace("  fleet: {order: free}\n", ""))
-    the_fleet = plan(root, "demo", "claude", None, None, 60)
-    (one,) = prepare_members(the_fleet, 1, env)
+    the_fleet, one = one_waiting(root, env)
     store = Store.open(root)
-    store.take("demo", "1.1", "someone-else", host="codex", now=time.time(), ttl=600)
     checkout = root / "roadmaps" / "demo.md"
     whole = checkout.read_bytes()
     checkout.write_bytes(whole[: len(whole) // 2])  # as a checkout halfway through leaves it
@@ -495,12 +499,9 @@ def test_a_members_ledger_counts_come_from_the_fleets_branch_not_its_checkout(
 def waiting_member(
     root: Path, env: dict[str, str], on_wait: Any, worked: list[tuple[str, str]]
 ) -> list[int]:
-    """Member 1 of a fleet on the steps in order, 1.1 leased by another member: it waits, and
-    `on_wait` runs when it says so. Its wait ends on a change only: it would last an hour."""
-    ordered(root, env, ROADMAP.replace("  fleet: {order: free}\n", ""))
-    the_fleet = plan(root, "demo", "claude", None, None, 60)
-    (one,) = prepare_members(the_fleet, 1, env)
-    Store.open(root).take("demo", "1.1", "someone-else", host="codex", now=time.time(), ttl=600)
+    """Member 1 of `one_waiting`'s fleet: it waits, and `on_wait` runs when it says so. Its
+    wait ends on a change only: it would last an hour."""
+    the_fleet, one = one_waiting(root, env)
     codes: list[int] = []
 
     def say(line: str) -> None:
