@@ -110,14 +110,18 @@ def test_what_is_not_a_clock_time(told: str) -> None:
 
 
 HUGE = "9" * 5000
+REJECTED = (
+    '{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":RESET}}\n'
+    '{"type":"result","is_error":true,"api_error_status":429,"result":"x"}'
+)
 OUT_OF_RANGE = {
     "claude": [
         f"Claude AI usage limit reached|{HUGE}",
         f"Claude AI usage limit reached|{HUGE[:400]}",
-        '{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1e400}}\n'
-        '{"type":"result","is_error":true,"api_error_status":429,"result":"x"}',
-        '{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":-Infinity}}\n'
-        '{"type":"result","is_error":true,"api_error_status":429,"result":"x"}',
+        *(
+            REJECTED.replace("RESET", number)
+            for number in ("1e400", "1e20", "Infinity", "-Infinity", "NaN")
+        ),
     ],
     "gemini": [
         f"TerminalQuotaError: retryDelayMs: {HUGE}",

@@ -19,6 +19,7 @@ from agentcfg.hosts import claude, codex, copilot, gemini, opencode, qwen
 from agentcfg.run import driver
 from agentcfg.run import model as plan
 from agentcfg.run.model import Action, Ended, Policy, Progress, Window
+from agentcfg.run.runners import Plain
 from agentcfg.workspace import Workspace
 from tests.conftest import run_cli, write_roadmap
 
@@ -354,6 +355,25 @@ def test_claude_code_ending_on_a_limit_is_told_apart() -> None:
     assert claude.limit_reset("Claude AI usage limit reached|1790003600", NOW) == 1_790_003_600.0
     assert claude.limit_reset("Done with that step.", NOW) is None
     assert claude.limit_reset("API Error: 500 Internal Server Error", NOW) is None
+
+
+@pytest.mark.parametrize(
+    "printed",
+    [
+        "You've hit your 5-hour limit · resets 9am (UTC)",
+        "Claude AI usage limit reached|1790003600",
+        "API Error: Request rejected (429) · rate limited",
+        f"Claude AI usage limit reached|{'9' * 5000}",
+    ],
+    ids=["clock", "epoch", "429", "5000-digits"],
+)
+def test_a_limit_line_from_a_start_that_exited_0_is_the_models_words(printed: str) -> None:
+    """The line the host prints when it fails on a limit is, from a start that exited 0, the
+    model's reply (tests/run/test_process.py runs such a host whole)."""
+    plain = Plain(claude, "claude")
+    assert plain.limit_reset(printed, NOW, None, 1) is not None
+    assert plain.limit_reset(printed, NOW, None, None) is not None  # ended by a signal
+    assert plain.limit_reset(printed, NOW, None, 0) is None
 
 
 # --- bad input: one line, non-zero, nothing started ---

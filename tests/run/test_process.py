@@ -117,7 +117,6 @@ def ending(proc: subprocess.CompletedProcess[str]) -> tuple[str, int]:
 
 # --- what the host prints is read, never obeyed ---
 
-DIGITS = {"400": "9" * 400, "5000": "9" * 5000}
 RESULT_429 = json.dumps(
     {"type": "result", "is_error": True, "api_error_status": 429, "error": "rate_limit",
      "result": "You've hit your 5-hour limit"}
@@ -127,22 +126,18 @@ RESULT_429 = json.dumps(
 @pytest.mark.parametrize(
     "printed",
     [
-        f"Claude AI usage limit reached|{DIGITS['400']}",
-        f"Claude AI usage limit reached|{DIGITS['5000']}",
-        '{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1e20}}\n'
-        + RESULT_429,
-        '{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":Infinity}}\n'
-        + RESULT_429,
+        f"Claude AI usage limit reached|{'9' * 5000}",
         '{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":NaN}}\n'
         + RESULT_429,
     ],
-    ids=["400-digits", "5000-digits", "resetsAt-1e20", "resetsAt-Infinity", "resetsAt-NaN"],
+    ids=["5000-digits", "resetsAt-NaN"],
 )
 def test_a_limit_with_a_number_out_of_range_is_a_limit_with_no_reset_told(
     host: Host, printed: str
 ) -> None:
     """The host ends on a limit (exit 1) telling a reset no clock can hold: the number is
-    ignored, the limit waits as one with no reset told, and the run ends typed."""
+    ignored, the limit waits as one with no reset told, and the run ends typed (more such
+    numbers: tests/hosts/test_limits.py)."""
     (host.bin / "said").write_text(printed + "\n")
     host.script('cat "$(dirname "$0")/said"\nexit 1')
     proc = host.run("--max-restarts", "1", "--max-wait", "1s")
@@ -157,9 +152,6 @@ def test_a_limit_with_a_number_out_of_range_is_a_limit_with_no_reset_told(
     "printed",
     [
         "You've hit your 5-hour limit · resets 9am (UTC)",
-        "Claude AI usage limit reached|1790003600",
-        "API Error: Request rejected (429) · rate limited",
-        f"Claude AI usage limit reached|{DIGITS['5000']}",
         json.dumps(
             {
                 "type": "result",
@@ -169,11 +161,12 @@ def test_a_limit_with_a_number_out_of_range_is_a_limit_with_no_reset_told(
             }
         ),
     ],
-    ids=["clock", "epoch", "429", "5000-digits", "stream-json-success"],
+    ids=["clock", "stream-json-success"],
 )
 def test_a_limit_line_the_model_wrote_is_not_a_limit(host: Host, printed: str) -> None:
     """A host that ends cleanly (exit 0) printed the model's reply: a usage-limit line in it
-    is the model's words, never a wait (the host itself ends non-zero on a limit)."""
+    is the model's words, never a wait (the host itself ends non-zero on a limit; more such
+    lines: tests/run/test_driver.py)."""
     (host.bin / "said").write_text(printed + "\n")
     host.script('cat "$(dirname "$0")/said"\nexit 0')
     proc = host.run("--max-restarts", "1", "--max-wait", "30s")
