@@ -45,10 +45,11 @@ SUITE_OPTIONS = "PYTEST_ADDOPTS"
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """`-n auto`: one worker more than there are processors. Much of the suite waits on the
-    processes it starts and on clocks it runs out, and the spare worker uses a processor
-    while another waits; more would crowd the tests that hold the hook to its time budget."""
-    return len(os.sched_getaffinity(0)) + 1
+    """`-n auto`: two workers more than there are processors. Much of the suite waits on the
+    processes it starts and on clocks it runs out, and a spare worker uses a processor while
+    another waits (on two processors, four workers take a sixth off `make test` against three);
+    every test that holds a process to a time budget leaves it seconds of margin."""
+    return len(os.sched_getaffinity(0)) + 2
 
 
 def quick_examples(count: int) -> int:

@@ -62,8 +62,10 @@ class Served:
         headless: Args,
         limit_reset: Reset,
         clock: Callable[[], float] = time.monotonic,
+        abort_wait: float = ABORT_WAIT,
     ) -> None:
         self.binary, self.root, self.env, self.clock = binary, root, dict(env), clock
+        self.abort_wait = abort_wait
         self.headless, self.read_limit = headless, limit_reset
         self.proc: subprocess.Popen[bytes] | None = None
         self.watchdog: Watchdog | None = None
@@ -80,7 +82,7 @@ class Served:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        """The server ends, its sessions' work aborted first (ABORT_WAIT at most); a second
+        """The server ends, its sessions' work aborted first (`abort_wait` at most); a second
         Ctrl-C meanwhile kills it at once."""
         proc, watchdog, self.proc, self.watchdog = self.proc, self.watchdog, None, None
         if proc is None:
@@ -96,8 +98,8 @@ class Served:
     def _abort_all(self) -> None:
         """Abort whatever the server still works on: OpenCode runs the agent's shell commands
         in process groups of their own, which only its abort ends, not the server's end. All
-        of it within ABORT_WAIT, however slow the server is to answer."""
-        deadline = time.monotonic() + ABORT_WAIT
+        of it within `abort_wait`, however slow the server is to answer."""
+        deadline = time.monotonic() + self.abort_wait
 
         def left() -> float:
             return max(0.1, min(REQUEST_TIMEOUT, deadline - time.monotonic()))

@@ -218,22 +218,21 @@ def test_the_end_of_the_run_aborts_what_the_server_still_works_on(
 
 
 def test_the_end_of_the_run_waits_on_a_slow_server_a_bounded_time(
-    binary: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    binary: Path, tmp_path: Path
 ) -> None:
     """A server that does not answer the abort: the run still ends within the abort's wait
-    (here a second of its five) and the server's graces (here it ends at its first signal),
-    3 s of margin for a loaded machine; its work is ended with it."""
+    (here a second rather than the run's five) and the server's graces (here it ends at its
+    first signal), 3 s of margin for a loaded machine; its work is ended with it."""
     import time
 
-    from agentcfg.hosts import opencode_server
-
-    monkeypatch.setattr(opencode_server, "ABORT_WAIT", 1.0)
-    with served(binary, tmp_path) as runner:
+    runner = served(binary, tmp_path)
+    runner.abort_wait = 1.0
+    with runner:
         (tmp_path / "status.json").write_text(json.dumps({"ses_made1": {"type": "busy"}}))
         (tmp_path / "slow").touch()
         server = runner.proc
         assert server is not None
         started = time.monotonic()
-    assert time.monotonic() - started < opencode_server.ABORT_WAIT + 3
+    assert time.monotonic() - started < runner.abort_wait + 3
     with pytest.raises(ProcessLookupError):
         os.killpg(server.pid, 0)
