@@ -181,7 +181,12 @@ def from_ps(pid: int) -> Process | None:
 
 def _ps(*args: str) -> str:
     return subprocess.run(
-        ["ps", *args], capture_output=True, text=True, timeout=10, check=False
+        ["ps", *args],
+        capture_output=True,
+        encoding="utf-8",
+        errors="replace",
+        timeout=10,
+        check=False,
     ).stdout
 
 

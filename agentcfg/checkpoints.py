@@ -103,8 +103,8 @@ class _Git:
             env["GIT_INDEX_FILE"] = index
         try:
             done = subprocess.run(
-                ["git", *args], cwd=self.cwd, env=env, capture_output=True, text=True, errors="replace",
-                timeout=left, stdin=subprocess.DEVNULL, check=False,
+                ["git", *args], cwd=self.cwd, env=env, capture_output=True, encoding="utf-8",
+                errors="replace", timeout=left, stdin=subprocess.DEVNULL, check=False,
             )  # fmt: skip
         except subprocess.TimeoutExpired:
             raise CheckpointError(f"`git {args[0]}` ran out of time") from None

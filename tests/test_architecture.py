@@ -301,3 +301,38 @@ def test_a_serialiser_of_another_convention_is_found() -> None:
     )
     found = other_serialisers(source)
     assert found == ["as_dict", "from_json", "lease_from_json", "step_json", "to_json"]
+
+
+def locale_decoded(source: str) -> list[int]:
+    """The lines of `source` that read a process's output in the locale's encoding
+    (`text=True` or `universal_newlines=True`): what git, ps and a check print is read as UTF-8
+    (`encoding="utf-8"`), as every file is, so a locale of another encoding changes nothing."""
+    return sorted(
+        node.lineno
+        for node in nodes(source)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "subprocess"
+        for keyword in node.keywords
+        if keyword.arg in ("text", "universal_newlines")
+        and not (isinstance(keyword.value, ast.Constant) and keyword.value.value is False)
+    )
+
+
+def test_no_process_output_is_read_in_the_locales_encoding() -> None:
+    found = {
+        f"{path.relative_to(REPO)}:{line}"
+        for path in sorted((REPO / "agentcfg").rglob("*.py"))
+        for line in locale_decoded(path.read_text())
+    }
+    assert found == set()
+
+
+def test_output_read_in_the_locales_encoding_is_found() -> None:
+    source = (
+        "subprocess.run(a, text=True)\nsubprocess.run(a, encoding='utf-8')\n"
+        "subprocess.Popen(\n    a, universal_newlines=flag)\nsubprocess.run(a, text=False)\n"
+        "step._replace(text=True)\n"
+    )
+    assert locale_decoded(source) == [1, 3]

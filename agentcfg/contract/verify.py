@@ -398,8 +398,8 @@ def git(root: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
     """`git ARGS` in `root`, bounded by GIT_TIMEOUT; None when it could not run at all."""
     try:
         return subprocess.run(
-            ["git", *args], cwd=root, capture_output=True, text=True,
-            timeout=GIT_TIMEOUT, stdin=subprocess.DEVNULL, check=False,
+            ["git", *args], cwd=root, capture_output=True, encoding="utf-8",
+            errors="surrogateescape", timeout=GIT_TIMEOUT, stdin=subprocess.DEVNULL, check=False,
         )  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         return None

@@ -83,7 +83,8 @@ def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProce
     result = subprocess.run(
         ["git", "-C", str(cwd), *args],
         capture_output=True,
-        text=True,
+        encoding="utf-8",
+        errors="surrogateescape",
         env=env,
         stdin=subprocess.DEVNULL,
         timeout=GIT_WAIT,

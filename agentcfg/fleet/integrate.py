@@ -123,10 +123,10 @@ def _untick_others(target: Path, ws: Workspace, slug: str, step_id: str) -> tupl
     """Reopen every box the merge ticked besides the member's leased step: only that step is
     proven (again, here) for the fleet; a tick merged in without its proof never counts."""
     path = f"{ROADMAPS}/{slug}.md"
-    shown = _git(target, "show", f"HEAD:{path}", check=False)
-    if shown.returncode != 0:
+    held = blob(target, f"HEAD:{path}")  # UTF-8 as the roadmap is, whatever the locale's
+    if held is None:
         return ()
-    before = parse_roadmap(shown.stdout)
+    before = parse_roadmap(held.decode("utf-8", "surrogateescape"))
     was_done = {s.text for s in before.steps if s.mark == "done"}
     merged = loading.load(ws, slug)
     others = [s.id for s in merged.steps
@@ -214,7 +214,8 @@ def _git(target: Path, *args: str, check: bool = True) -> subprocess.CompletedPr
         result = subprocess.run(
             ["git", "-C", str(target), *args],
             capture_output=True,
-            text=True,
+            encoding="utf-8",
+            errors="surrogateescape",
             env=env,
             timeout=GIT_TIMEOUT,
             stdin=subprocess.DEVNULL,

@@ -401,7 +401,8 @@ class Store:
                 ["git", "-C", str(self.repo), *args],
                 input=stdin,
                 capture_output=True,
-                text=True,
+                encoding="utf-8",
+                errors="surrogateescape",
                 env=env,
                 timeout=GIT_TIMEOUT,
             )

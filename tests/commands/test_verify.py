@@ -19,7 +19,7 @@ from agentcfg.workspace import Workspace
 from testing.simhost import SimulatedHost, mark_done
 from tests import inprocess
 from tests.conftest import cli_process, run_cli, write_roadmap
-from tests.helpers import ledger
+from tests.helpers import git, ledger
 
 STEPS = """## Phase 1
 - [ ] **1.1** Passing step <!-- verify: echo all good -->
@@ -50,6 +50,20 @@ def test_done_runs_the_verify_line_and_marks_only_that_box(road: Path) -> None:
     kinds = [(e["event"], e.get("step")) for e in ledger(road.parent.parent)]
     assert kinds[1:] == [("verified", "1.1"), ("marked-done", "1.1")]
     assert ledger(road.parent.parent)[1]["passed"] is True
+
+
+def test_done_on_a_branch_named_in_other_letters_under_an_ascii_locale(road: Path) -> None:
+    """What git tells of the workspace (its branch among it) is read as the bytes git keeps,
+    UTF-8, whatever the locale's encoding: under an ASCII locale, on a branch `übersetzung`,
+    `done` closes its step as anywhere else."""
+    ws = road.parent.parent
+    git(ws, "init", "-q", "-b", "übersetzung")
+    git(ws, "add", "roadmaps")
+    git(ws, "-c", "user.name=p", "-c", "user.email=p@example.invalid", "commit", "-qm", "r")
+    ascii_locale = {"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    done = cli_process(ws, "roadmap", "done", "v", "1.1", **ascii_locale)
+    assert done.returncode == 0, done.stderr
+    assert "- [x] **1.1**" in road.read_text()
 
 
 def test_a_failing_verify_line_leaves_the_file_alone(

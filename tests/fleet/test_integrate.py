@@ -3,6 +3,10 @@ on the merged tree, and anything else leaves the fleet's branch as it was."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -88,6 +92,38 @@ def test_a_step_that_fails_on_the_merged_tree_is_not_integrated(
     assert git(main, "status", "--porcelain") == ""
     assert "- [ ] **1.3**" in (main / "roadmaps" / "demo.md").read_text()
     assert git(main, "rev-parse", "--verify", third)  # kept for a person
+
+
+def test_a_tick_besides_the_step_is_reopened_under_a_locale_of_another_encoding(
+    fleet: tuple[Path, dict[str, str]],
+) -> None:
+    """The roadmap as the fleet's branch held it is read as the UTF-8 it is, whatever the
+    locale's encoding: under an ASCII locale, steps named in other letters are told apart as
+    anywhere else (the other box the member ticked is reopened), and nothing fails."""
+    main, env = fleet
+    roadmap = main / "roadmaps" / "demo.md"
+    roadmap.write_text(ROADMAP.replace("Make a", "Make ä").replace("Make b", "Make ß"))
+    git(main, "commit", "-qam", "steps named in other letters")
+    ws = Workspace(main)
+    trust.record(ws, "demo", loading.load(ws, "demo").steps, env, 0.0)
+    branch = agent(main, 1, "1.1", {"a.txt": "a"})
+    mine = main.parent / "agent-1" / "roadmaps" / "demo.md"
+    mine.write_text(mine.read_text().replace("[ ] **1.2**", "[x] **1.2**"))
+    git(mine.parent.parent, "commit", "-qam", "1.2 ticked besides")
+    script = (
+        "import json, sys; from pathlib import Path; from agentcfg.fleet.integrate import integrate\n"
+        "done = integrate(Path(sys.argv[1]), sys.argv[2], 'demo', '1.1', json.loads(sys.argv[3]), timeout=30)\n"
+        "print(json.dumps([done.outcome, done.unticked]))"
+    )
+    ascii_locale = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    ran = subprocess.run(
+        [sys.executable, "-c", script, str(main), branch, json.dumps(env)],
+        env=ascii_locale, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout) == ["integrated", ["1.2"]]
+    text = roadmap.read_text(encoding="utf-8")
+    assert "- [x] **1.1** Make ä" in text and "- [ ] **1.2** Make ß" in text
 
 
 def test_a_conflict_in_the_members_own_changes_leaves_the_branch_as_it_was(
