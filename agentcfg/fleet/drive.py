@@ -32,8 +32,8 @@ from agentcfg.core.texts import plural
 from agentcfg.core.times import wall_clock
 from agentcfg.errors import AgentcfgError, InstallError, IntegrationError, LeaseError, LeaseHeld
 from agentcfg.fleet import steps as fleet
-from agentcfg.fleet.integrate import Integration, blob, has_identity, integrate
-from agentcfg.fleet.leases import IDENTITY, PREFIX, TTL, Lease, Store
+from agentcfg.fleet.integrate import Integration, blob, git, integrate
+from agentcfg.fleet.leases import PREFIX, TTL, Lease, Store
 from agentcfg.hosts.defaults import settings_hook
 from agentcfg.hosts.registry import adapter
 from agentcfg.paths import LOCKS, ROADMAPS, STATE, WORKTREES
@@ -77,22 +77,7 @@ class Fleet:
 
 
 def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_MERGE_AUTOEDIT": "no", "LC_ALL": "C"}
-    if args[0] == "commit" and not has_identity(cwd, env):
-        env.update(IDENTITY)
-    result = subprocess.run(
-        ["git", "-C", str(cwd), *args],
-        capture_output=True,
-        encoding="utf-8",
-        errors="surrogateescape",
-        env=env,
-        stdin=subprocess.DEVNULL,
-        timeout=GIT_WAIT,
-    )
-    if check and result.returncode != 0:
-        why = (result.stderr.strip().splitlines() or ["no message"])[-1]
-        raise IntegrationError(f"git {args[0]} failed: {why}")
-    return result
+    return git(cwd, *args, check=check, timeout=GIT_WAIT)
 
 
 def plan(

@@ -53,9 +53,9 @@ def integrate(
 ) -> Integration:
     """Merge `branch` into the branch checked out at `target` and re-run the step's verify
     line there; commit the merge only when both succeed."""
-    if _git(target, "status", "--porcelain", "--untracked-files=no").stdout.strip():
+    if git(target, "status", "--porcelain", "--untracked-files=no").stdout.strip():
         raise IntegrationError(f"{target} has uncommitted changes; integrate into a clean tree")
-    merging = _git(target, "merge", "--no-ff", "--no-commit", branch, check=False)
+    merging = git(target, "merge", "--no-ff", "--no-commit", branch, check=False)
     if merging.returncode != 0:
         left = _settle(target, f"{ROADMAPS}/{slug}.md")
         if left is None and not _merge_in_progress(target):
@@ -96,26 +96,26 @@ def _prove(
     made = receipt(ws, slug, roadmap, step, env, result)  # proven on the fleet's branch
     if made is not None:  # the receipt travels with the integration, on the branch
         carried.add(ws, slug, made)
-        _git(target, "add", "--force", "--", carried.shown(slug))
+        git(target, "add", "--force", "--", carried.shown(slug))
     if _merge_in_progress(target):
-        _git(target, "commit", "--quiet", "--no-edit", "--no-verify")
+        git(target, "commit", "--quiet", "--no-edit", "--no-verify")
     elif unticked or made is not None:  # nothing in progress: a commit of its own
         said = (f"reopen what step {step.id}'s member ticked without its proof" if unticked
                 else f"step {step.id}'s receipt")  # fmt: skip
-        _git(target, "commit", "--quiet", "--no-verify", "-m", f"agentcfg: {slug}: {said}")
-    commit = _git(target, "rev-parse", "HEAD").stdout.strip()
+        git(target, "commit", "--quiet", "--no-verify", "-m", f"agentcfg: {slug}: {said}")
+    commit = git(target, "rev-parse", "HEAD").stdout.strip()
     return Integration(branch, step.id, "integrated", commit, unticked=unticked)
 
 
 def _keep_ours(target: Path, paths: tuple[str, ...]) -> None:
     """The fleet's own records on its branch as the branch had them, whatever the member's
     branch brought: only an integration or the fleet's final re-proof writes them."""
-    changed = _git(target, "diff", "--cached", "--name-only", "HEAD", "--", *paths).stdout
+    changed = git(target, "diff", "--cached", "--name-only", "HEAD", "--", *paths).stdout
     for path in changed.splitlines():
-        if _git(target, "cat-file", "-e", f"HEAD:{path}", check=False).returncode == 0:
-            _git(target, "checkout", "HEAD", "--", path)
+        if git(target, "cat-file", "-e", f"HEAD:{path}", check=False).returncode == 0:
+            git(target, "checkout", "HEAD", "--", path)
         else:
-            _git(target, "rm", "--quiet", "--cached", "--force", "--", path)
+            git(target, "rm", "--quiet", "--cached", "--force", "--", path)
             (target / path).unlink(missing_ok=True)
 
 
@@ -134,14 +134,14 @@ def _untick_others(target: Path, ws: Workspace, slug: str, step_id: str) -> tupl
     for other in others:
         mark_open(ws, slug, other)
     if others:
-        _git(target, "add", "--", path)
+        git(target, "add", "--", path)
     return tuple(others)
 
 
 def _settle(target: Path, roadmap: str) -> list[str] | None:
     """Resolve a conflicted roadmap by its marks; the files still in conflict after that
     (None when git reported no conflicted file at all)."""
-    listed = _git(target, "diff", "--name-only", "--diff-filter=U").stdout.splitlines()
+    listed = git(target, "diff", "--name-only", "--diff-filter=U").stdout.splitlines()
     if not listed:
         return None
     left = [name for name in listed if name != roadmap]
@@ -151,7 +151,7 @@ def _settle(target: Path, roadmap: str) -> list[str] | None:
             left.append(roadmap)
         else:
             (target / roadmap).write_bytes(merged.encode("utf-8", "surrogateescape"))
-            _git(target, "add", "--", roadmap)
+            git(target, "add", "--", roadmap)
     return left
 
 
@@ -195,18 +195,22 @@ def blob(target: Path, name: str) -> bytes | None:
 
 
 def _merge_in_progress(target: Path) -> bool:
-    return _git(target, "rev-parse", "-q", "--verify", "MERGE_HEAD", check=False).returncode == 0
+    return git(target, "rev-parse", "-q", "--verify", "MERGE_HEAD", check=False).returncode == 0
 
 
 def _abort(target: Path) -> None:
-    _git(target, "merge", "--abort", check=False)
+    git(target, "merge", "--abort", check=False)
 
 
 def _last_line(result: subprocess.CompletedProcess[str]) -> str:
     return ((result.stderr or result.stdout).strip().splitlines() or ["no message"])[-1]
 
 
-def _git(target: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+def git(
+    target: Path, *args: str, check: bool = True, timeout: float = GIT_TIMEOUT
+) -> subprocess.CompletedProcess[str]:
+    """`git ARGS` in `target`, read as UTF-8, with agentcfg's name on a commit where git knows
+    none; IntegrationError when it cannot run, runs out of `timeout`, or (`check`) fails."""
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_MERGE_AUTOEDIT": "no", "LC_ALL": "C"}
     if args[0] in ("merge", "commit") and not has_identity(target, env):
         env.update(IDENTITY)  # merge commits need a name: agentcfg's, where git has none
@@ -217,7 +221,7 @@ def _git(target: Path, *args: str, check: bool = True) -> subprocess.CompletedPr
             encoding="utf-8",
             errors="surrogateescape",
             env=env,
-            timeout=GIT_TIMEOUT,
+            timeout=timeout,
             stdin=subprocess.DEVNULL,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
