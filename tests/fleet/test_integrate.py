@@ -102,17 +102,20 @@ def test_a_tick_besides_the_step_is_reopened_under_a_locale_of_another_encoding(
     anywhere else (the other box the member ticked is reopened), and nothing fails."""
     main, env = fleet
     roadmap = main / "roadmaps" / "demo.md"
-    roadmap.write_text(ROADMAP.replace("Make a", "Make ä").replace("Make b", "Make ß"))
+    named = ROADMAP.replace("Make a", "Make ä").replace("Make b", "Make ß")
+    roadmap.write_text(named, encoding="utf-8")
     git(main, "commit", "-qam", "steps named in other letters")
     ws = Workspace(main)
     trust.record(ws, "demo", loading.load(ws, "demo").steps, env, 0.0)
     branch = agent(main, 1, "1.1", {"a.txt": "a"})
     mine = main.parent / "agent-1" / "roadmaps" / "demo.md"
-    mine.write_text(mine.read_text().replace("[ ] **1.2**", "[x] **1.2**"))
+    ticked = mine.read_text(encoding="utf-8").replace("[ ] **1.2**", "[x] **1.2**")
+    mine.write_text(ticked, encoding="utf-8")
     git(mine.parent.parent, "commit", "-qam", "1.2 ticked besides")
     script = (
-        "import json, sys; from pathlib import Path; from agentcfg.fleet.integrate import integrate\n"
-        "done = integrate(Path(sys.argv[1]), sys.argv[2], 'demo', '1.1', json.loads(sys.argv[3]), timeout=30)\n"
+        "import json, sys\nfrom pathlib import Path\nfrom agentcfg.fleet.integrate import integrate\n"
+        "main, branch, env = Path(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])\n"
+        "done = integrate(main, branch, 'demo', '1.1', env, timeout=30)\n"
         "print(json.dumps([done.outcome, done.unticked]))"
     )
     ascii_locale = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
